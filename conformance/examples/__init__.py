@@ -1,0 +1,1 @@
+"""Examples for implementers (see PROTOCOL.md): a JSON-lines wrapper of the fast reference."""
