@@ -294,14 +294,14 @@ def bundled(names: Sequence[str]) -> list[tuple[str, Implementation | None, str]
         if name == "kernel":
             skip, mode = triton_mode()
             if skip is not None:
-                out.append((name, None, f"skipped: {skip}"))
+                out.append((name, None, skip))
                 continue
         else:
             mode = "Python reference"
         try:
             func = load_target(target)
         except (ImportError, AttributeError) as exc:
-            out.append((name, None, f"skipped: {target} is not importable ({exc})"))
+            out.append((name, None, f"{target} is not importable ({exc})"))
             continue
         out.append((name, PythonImplementation(func, f"{name} ({target})", mode), mode))
     return out

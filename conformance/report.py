@@ -13,6 +13,8 @@ from typing import Any
 from dyadic24.api import SEMANTIC_ID
 from dyadic24.conformance.compare import Divergence
 
+REPRODUCER_CHARS = 2000  # longer reproducers are cut in the text report (the JSON report has them whole)
+
 
 @dataclass
 class VectorResult:
@@ -219,7 +221,7 @@ def render_text(
     for impl in report.implementations:
         lines.append(f"== {impl.name}" + (f" -- {impl.mode}" if impl.mode else ""))
         if impl.skipped is not None:
-            lines.append(f"  SKIPPED: {impl.skipped}")
+            lines.append("  " + implementation_line(impl))
             continue
         if impl.vectors:
             lines.append(f"  trace compared: {'yes' if impl.traced else 'no (outputs only)'}")
@@ -238,16 +240,17 @@ def render_text(
             failed = [d for v in impl.vectors for d in v.divergences]
             if failed:
                 lines.append(f"  failing vectors ({sum(not v.passed for v in impl.vectors)}):")
+                explained: set[str] = set()  # each flag's note once: what mistake it catches
+                listed = 0
                 for v in impl.vectors:
-                    for d in v.divergences[:1]:
-                        if max_divergences <= 0:
-                            break
-                        max_divergences -= 1
-                        lines.append(f"    {v.file} {d.message()}")
-                        if flag_notes:
-                            for flag in v.flags:
-                                if flag in flag_notes:
-                                    lines.append(f"      [{flag}] {flag_notes[flag]}")
+                    if v.passed or listed >= max_divergences:
+                        continue
+                    listed += 1
+                    lines.append(f"    {v.file} {v.divergences[0].message()}")
+                    for flag in v.flags:
+                        if flag_notes and flag in flag_notes and flag not in explained:
+                            explained.add(flag)
+                            lines.append(f"      [{flag}] {flag_notes[flag]}")
         if impl.fuzz is not None:
             f = impl.fuzz
             lines.append(
@@ -258,7 +261,10 @@ def render_text(
             if f.failure is not None:
                 lines.append(f"    minimal failing example: {f.failure.message()}")
                 if f.reproducer:
-                    lines.append(f"    reproduce (JSON-lines request): {f.reproducer}")
+                    shown = f.reproducer
+                    if len(shown) > REPRODUCER_CHARS:
+                        shown = f"{shown[:REPRODUCER_CHARS]}... ({len(shown)} characters; whole in --json)"
+                    lines.append(f"    reproduce (JSON-lines request, PROTOCOL.md): {shown}")
         lines.append("  " + implementation_line(impl))
     return "\n".join(lines)
 

@@ -52,7 +52,10 @@ EDGE_LOGITS: tuple[int, ...] = (
 )  # fmt: skip
 
 #: Non-finite logits; NaN in several encodings (quiet, signalling, negative).
-NON_FINITE: tuple[int, ...] = (NEG_INF, POS_INF, POS_INF, QNAN, 0xFFC00000, 0x7F800001, 0x7FFFFFFF)
+NANS: tuple[int, ...] = (QNAN, 0xFFC00000, 0x7F800001, 0x7FFFFFFF)
+NON_FINITE: tuple[int, ...] = (NEG_INF, POS_INF, *NANS)
+# Rows of the "special" kind hold non-finite values of one sort, or a mix (clause 2.1 precedence).
+_SPECIAL_POOLS: tuple[tuple[int, ...], ...] = (NANS, (POS_INF,), (NEG_INF,), NON_FINITE)
 
 #: tau bit patterns: tiny (least subnormal, least normal), small, 0.7 (default), 1.0, huge.
 EDGE_TAUS: tuple[int, ...] = (
@@ -214,11 +217,15 @@ def logit_rows(draw: st.DrawFn, vocab: int, tau: float = 1.0, kinds: Sequence[st
     for pos, value in edits:
         bits[pos] = value
     # NaN/+inf fail the row (clause 2.1): always present in "special" rows, rare elsewhere.
-    specials = st.tuples(st.integers(0, n - 1), st.sampled_from(NON_FINITE))
     if kind == "special":
-        placed = draw(st.lists(specials, min_size=1, max_size=3))
+        pool = draw(st.sampled_from(_SPECIAL_POOLS))
+        placed = draw(
+            st.lists(st.tuples(st.integers(0, n - 1), st.sampled_from(pool)), min_size=1, max_size=3)
+        )
+    elif draw(st.integers(0, 7)) == 0:
+        placed = [(draw(st.integers(0, n - 1)), draw(st.sampled_from((POS_INF, NEG_INF, QNAN))))]
     else:
-        placed = draw(st.lists(specials, max_size=1)) if draw(st.integers(0, 7)) == 0 else []
+        placed = []
     for pos, value in placed:
         bits[pos] = value
     return bits

@@ -33,7 +33,7 @@ def propose(
     logits: Any,
     temperature: Any,
     seed: Any,
-    round: Any,  # noqa: A002 (clause 12.2 protocol)
+    round: Any,
     position: Any,
     *,
     tau: Any = TAU_DEFAULT,
@@ -43,7 +43,9 @@ def propose(
     device = kernel_device()
     if isinstance(logits, torch.Tensor) and logits.dtype == torch.bfloat16:
         # numpy has no bfloat16: validate the exactly widened copy, run the kernel on the bf16 tensor
-        call = validate_call(logits.float().cpu().numpy(), _np(temperature), _np(seed), _np(round), _np(position), tau)
+        call = validate_call(
+            logits.float().cpu().numpy(), _np(temperature), _np(seed), _np(round), _np(position), tau
+        )
         lg = logits.detach().to(device).contiguous()
     else:
         call = validate_call(_np(logits), _np(temperature), _np(seed), _np(round), _np(position), tau)

@@ -1,4 +1,4 @@
-# mypy: disable-error-code="misc, no-untyped-def"
+# mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
 """Correctly rounded binary32 exp for the kernels (clause 5.3), shared by the rule and the sweep.
 
 Method: y = exp(z) in binary64 (z is exact in binary64; ``tl.exp`` on float64 is libdevice's

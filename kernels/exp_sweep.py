@@ -90,7 +90,7 @@ def sweep(
             idx = suspicious.cpu().tolist()
             codes = code[suspicious].cpu().tolist()
             rs = r_buf[suspicious].cpu().tolist()
-            for i, c, r in zip(idx, codes, rs):
+            for i, c, r in zip(idx, codes, rs, strict=True):
                 z = at + i
                 got = r & 0xFFFFFFFF
                 want = exp32(z)
@@ -113,7 +113,9 @@ def sweep(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--start", type=lambda s: int(s, 16), default=FULL_RANGE[0])
     parser.add_argument("--stop", type=lambda s: int(s, 16), default=FULL_RANGE[1])
     parser.add_argument("--chunk", type=int, default=1 << 26)

@@ -1,4 +1,4 @@
-# mypy: disable-error-code="misc, no-untyped-def"
+# mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
 """Kernel of the exhaustive exp sweep: the rule's exp routine against an independent binary64 check.
 
 For every binary32 pattern z in a range, ``sweep_kernel`` computes r = exp_binary32(z) (the very
@@ -61,8 +61,9 @@ def _as_f64(bits32):
 
 
 @triton.jit(do_not_specialize=["start", "count", "tab_n"])
-def sweep_kernel(start, count, tab_z_ptr, tab_e_ptr, tab_n, r_ptr, code_ptr, TAB_ITERS: tl.constexpr,
-                 BLOCK: tl.constexpr):
+def sweep_kernel(
+    start, count, tab_z_ptr, tab_e_ptr, tab_n, r_ptr, code_ptr, TAB_ITERS: tl.constexpr, BLOCK: tl.constexpr
+):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     live = offs < count
     z = (offs + start) & 0xFFFFFFFF

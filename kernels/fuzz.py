@@ -36,7 +36,7 @@ class Call:
 
 
 def _f32(bits: int) -> np.float32:
-    return np.uint32(bits).view(np.float32)  # type: ignore[no-any-return]
+    return np.uint32(bits).view(np.float32)
 
 
 def _round_to(x: F32, dtype: str) -> F32:
@@ -101,7 +101,9 @@ def _row(rng: np.random.Generator, family: str, vocab: int, table_z: list[int]) 
 
 def _temperature(rng: np.random.Generator, family: str) -> np.float32:
     if family == "badtemp":
-        bits = int(rng.choice([0x7FC00000, 0xFFC00000, 0x7F800001, 0xBF800000, 0xFF800000, 0x7F800000, 0x80000001]))
+        bits = int(
+            rng.choice([0x7FC00000, 0xFFC00000, 0x7F800001, 0xBF800000, 0xFF800000, 0x7F800000, 0x80000001])
+        )
         return _f32(bits)
     if family == "greedy":
         return _f32(int(rng.choice([0x00000000, 0x80000000])))

@@ -24,7 +24,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,11 @@ def row_diffs(got: Proposal, want: Proposal) -> list[dict[str, Any]]:
     return out
 
 
+def outputs_match(outs: Sequence[torch.Tensor], want: Proposal) -> bool:
+    """True when the four output tensors equal the reference's arrays bit for bit (clause 12.1)."""
+    return all(np.array_equal(t.cpu().numpy(), getattr(want, f)) for t, f in zip(outs, FIELDS, strict=True))
+
+
 def trace_diff(got: RowTrace, want_json: dict[str, Any]) -> list[str]:
     have = got.as_json()
     return sorted(k for k in set(have) | set(want_json) if have.get(k) != want_json.get(k))
@@ -164,10 +169,14 @@ def check_golden(device: torch.device) -> dict[str, Any]:
         got = Proposal(status=status, token=token, ids=ids, tickets=tickets)
         traces = trace_mod.decode(buf.cpu().numpy(), token, ids, tickets)
         for r in range(vec.batch):
-            fields = [f for f in FIELDS if not np.array_equal(getattr(got, f)[r], getattr(vec.expected, f)[r])]
+            fields = [
+                f for f in FIELDS if not np.array_equal(getattr(got, f)[r], getattr(vec.expected, f)[r])
+            ]
             tfields = trace_diff(traces[r], vec.expected_trace[r]) if r < len(vec.expected_trace) else []
             if (fields or tfields) and len(bad) < MAX_EXAMPLES:
-                bad.append({"file": vec.file, "tc_id": vec.tc_id, "row": r, "fields": fields, "trace": tfields})
+                bad.append(
+                    {"file": vec.file, "tc_id": vec.tc_id, "row": r, "fields": fields, "trace": tfields}
+                )
             elif fields or tfields:
                 bad.append({"file": vec.file, "tc_id": vec.tc_id, "row": r})
     result: dict[str, Any] = {"passed": not bad, "vectors": vectors, "rows": rows, "failing_rows": len(bad)}
@@ -177,7 +186,9 @@ def check_golden(device: torch.device) -> dict[str, Any]:
     return result
 
 
-def _fuzz_shapes(rng: np.random.Generator, rows: int, max_vocab: int, max_batch: int) -> list[tuple[int, int]]:
+def _fuzz_shapes(
+    rng: np.random.Generator, rows: int, max_vocab: int, max_batch: int
+) -> list[tuple[int, int]]:
     vocabs = [v for v in VOCABS if v <= max_vocab] or [max_vocab]
     shapes: list[tuple[int, int]] = []
     if max_vocab >= 262144 and max_batch >= 256:
@@ -223,7 +234,10 @@ def check_fuzz(
         for f in inp.call.families:
             families[f] = families.get(f, 0) + 1
     # table usage, from a traced re-run of table-heavy rows
-    tab_inp = Inputs(fuzz.make_call(rng, 64, 64, "float32", table_z, families=("table",)), device)
+    table_call = replace(
+        fuzz.make_call(rng, 64, 64, "float32", table_z, families=("table",)), tau=np.float32(1)
+    )
+    tab_inp = Inputs(table_call, device)
     buf = torch.zeros((64, TRACE_WORDS), dtype=torch.int64, device=device)
     propose(tab_inp.logits, tab_inp.temperature, tab_inp.seed, tab_inp.round, tab_inp.position,
             tau=tab_inp.call.tau, trace=buf)  # fmt: skip
@@ -233,8 +247,13 @@ def check_fuzz(
         "rows": done,
         "batches": len(shapes),
         "rows_with_trace_compared": traced_rows,
-        "status_counts": {"OK": int(statuses[0]), "NAN_LOGIT": int(statuses[1]), "POS_INF_LOGIT": int(statuses[2]),
-                          "ZERO_MASS": int(statuses[3]), "BAD_TEMPERATURE": int(statuses[4])},
+        "status_counts": {
+            "OK": int(statuses[0]),
+            "NAN_LOGIT": int(statuses[1]),
+            "POS_INF_LOGIT": int(statuses[2]),
+            "ZERO_MASS": int(statuses[3]),
+            "BAD_TEMPERATURE": int(statuses[4]),
+        },
         "families": families,
         "table_lanes_flagged": flagged,
         "table_lanes_missing": missed,
@@ -253,9 +272,15 @@ def check_graph(device: torch.device, table_z: list[int], replays: int) -> dict[
     prepare(device)
     outs = make_outputs(batch, device)
     ws = make_workspace(batch, vocab, device)
-    static = [inp.logits.clone(), inp.temperature.clone(), inp.seed.clone(), inp.round.clone(), inp.position.clone()]
+    static = [
+        inp.logits.clone(),
+        inp.temperature.clone(),
+        inp.seed.clone(),
+        inp.round.clone(),
+        inp.position.clone(),
+    ]
     tau = inp.call.tau
-    stream = torch.cuda.Stream()
+    stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm-up outside capture (compilation, allocator)
         propose(*static, tau=tau, out=outs, workspace=ws)
@@ -266,22 +291,23 @@ def check_graph(device: torch.device, table_z: list[int], replays: int) -> dict[
     graph.replay()
     first = [t.clone() for t in outs]
     want = inp.reference()
-    first_ok = all(np.array_equal(t.cpu().numpy(), getattr(want, f)) for t, f in zip(first, FIELDS))
+    first_ok = outputs_match(first, want)
     differing = 0
     for _ in range(replays):
         for t in outs:
             t.fill_(-7)
         graph.replay()
-        if not all(torch.equal(a, b) for a, b in zip(outs, first)):
+        if not all(torch.equal(a, b) for a, b in zip(outs, first, strict=True)):
             differing += 1
     fresh_bad = 0
     for _ in range(10):
         new = Inputs(fuzz.make_call(rng, batch, vocab, "float32", table_z), device)
-        for dst, src in zip(static, [new.logits, new.temperature, new.seed, new.round, new.position]):
+        fresh = [new.logits, new.temperature, new.seed, new.round, new.position]
+        for dst, src in zip(static, fresh, strict=True):
             dst.copy_(src)
         graph.replay()
         ref = new.reference()
-        if not all(np.array_equal(t.cpu().numpy(), getattr(ref, f)) for t, f in zip(outs, FIELDS)):
+        if not outputs_match(outs, ref):
             fresh_bad += 1
     return {
         "passed": first_ok and differing == 0 and fresh_bad == 0,
@@ -302,14 +328,12 @@ def check_custom_op(device: torch.device) -> dict[str, Any]:
     tau = float(inp.call.tau)
     want = inp.reference()
     eager = torch.ops.dyadic24.propose(*args, tau)
-    ok_eager = all(np.array_equal(t.cpu().numpy(), getattr(want, f)) for t, f in zip(eager, FIELDS))
+    ok_eager = outputs_match(eager, want)
     result: dict[str, Any] = {"eager_matches_reference": ok_eager}
     try:
         compiled = torch.compile(lambda *a: propose_op(*a, tau), backend="aot_eager", fullgraph=True)
         out = compiled(*args)
-        result["compiled_matches_reference"] = all(
-            np.array_equal(t.cpu().numpy(), getattr(want, f)) for t, f in zip(out, FIELDS)
-        )
+        result["compiled_matches_reference"] = outputs_match(out, want)
     except Exception as exc:  # report, do not hide
         result["compiled_matches_reference"] = False
         result["compile_error"] = repr(exc)
@@ -364,7 +388,9 @@ def _markdown(report: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", required=True, help="directory for gpu_check.json and gpu_check.md")
     parser.add_argument("--rows", type=int, default=20000, help="fuzzed rows (default 20000)")
     parser.add_argument("--seed", type=int, default=20240601)
@@ -414,4 +440,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-

@@ -1,4 +1,4 @@
-# mypy: disable-error-code="misc, no-untyped-def"
+# mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
 """Bit-level IEEE 754 helpers shared by the kernels (clauses 0.2, 0.3, 3.1, 7.2).
 
 Every binary32 value travels as an int64 holding its uint32 bit pattern (0 <= b < 2^32), so no
@@ -79,6 +79,20 @@ def round_to_binary32(b):
 
 
 @triton.jit
+def sub32(a, b):
+    """RN32(a - b) for binary32 patterns (clause 5.1): binary64 subtraction, then the integer RN32."""
+    r, _ = round_to_binary32((widen32to64(a) - widen32to64(b)).to(tl.int64, bitcast=True))
+    return r
+
+
+@triton.jit
+def div32(a, b):
+    """RN32(a / b) for binary32 patterns (clause 5.2): IEEE binary64 division, then the integer RN32."""
+    r, _ = round_to_binary32((widen32to64(a) / widen32to64(b)).to(tl.int64, bitcast=True))
+    return r
+
+
+@triton.jit
 def floor_times_2_24(b):
     """floor(p * 2^24) for 0 <= p <= 1 given by its binary64 bits (clause 7.2), integer operations only.
 
@@ -106,8 +120,36 @@ def order_key(b, idx):
     return (sk << 32) + (0xFFFFFFFF - idx)
 
 
+SRC_F32 = tl.constexpr(0)  # logits given as int32 views of binary32
+SRC_BF16 = tl.constexpr(1)  # int16 views of bfloat16
+SRC_F16 = tl.constexpr(2)  # int16 views of binary16
+
+
 @triton.jit
-def load_bits32(ptr, offs, mask):
-    """Load logits of any supported dtype and widen exactly to binary32 bits (clause 1.2)."""
-    x = tl.load(ptr + offs, mask=mask, other=0)
-    return x.to(tl.float32).to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
+def load_bits32(ptr, offs, mask, SRC: tl.constexpr):
+    """Load logits (integer views) and widen exactly to binary32 patterns (clause 1.2), integers only.
+
+    bfloat16 is the high half of a binary32. A binary16 number is re-biased (112 = 127 - 15); a
+    binary16 subnormal m * 2^-24 (m < 2^10 with bit length L) is the normal binary32 2^(L-25) * ...
+    with its leading bit shifted to bit 23 and dropped. No float conversion instruction is involved,
+    so no flush-to-zero mode can touch bfloat16 subnormals.
+    """
+    raw = tl.load(ptr + offs, mask=mask, other=0).to(tl.int64)
+    if SRC == SRC_F32:
+        out = raw & 0xFFFFFFFF
+    elif SRC == SRC_BF16:
+        out = (raw & 0xFFFF) << 16
+    else:
+        h = raw & 0xFFFF
+        sign = (h >> 15) << 31
+        e = (h >> 10) & 0x1F
+        m = h & 0x3FF
+        length = tl.zeros_like(m)
+        for k in tl.static_range(10):
+            length += ((m >> k) != 0).to(tl.int64)
+        sub = ((length + 102) << 23) | ((m << (24 - length)) & 0x7FFFFF)
+        normal = ((e + 112) << 23) | (m << 13)
+        special = (0xFF << 23) | (m << 13)
+        mag = tl.where(e == 0x1F, special, tl.where(e == 0, tl.where(m == 0, 0, sub), normal))
+        out = sign | mag
+    return out

@@ -1,4 +1,4 @@
-# mypy: disable-error-code="misc, no-untyped-def"
+# mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
 """Philox4x32-10 exactly as Random123 (clause 9.1), on uint64 values holding uint32 words.
 
 A 32 x 32-bit product is formed exactly in uint64 (it is below 2^64) and split into its high and

@@ -28,37 +28,34 @@ from dyadic24.kernels.exp_table import ExpTable, load_table  # noqa: E402
 
 TAU_DEFAULT = float(np.uint32(TAU_DEFAULT_BITS).view(np.float32))  # clause 1.3: RN32(0.7)
 TRACE_WORDS = 320
-MAX_TILE = 4096  # vocabulary elements per tile program
-MAX_CHUNK = 1024  # candidate keys per merge step
+TILE = 4096  # vocabulary elements per tile program
+CHUNK = 1024  # candidate keys per merge step (32 tiles)
+FLAG_CHUNK = 64  # tile flags per merge step
 LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # clause 1.2
+_SRC_KIND = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # ieee_jit.SRC_*
 Outputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
-
-
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(0, n - 1).bit_length()
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Launch geometry for a [B, V] call; every choice gives the same bits (top-32 of a union is exact)."""
+    """Launch geometry for a [B, V] call; every choice gives the same bits (top-32 of a union is exact).
+
+    The sizes are fixed rather than fitted to V so that one compiled variant per logits dtype serves
+    every shape (a tile of a small vocabulary is mostly masked lanes; V is large in practice).
+    """
 
     batch: int
     vocab: int
     tile: int
     n_tiles: int
     chunk: int
-    fchunk: int
 
     @staticmethod
-    def for_shape(batch: int, vocab: int, max_tile: int = MAX_TILE, max_chunk: int = MAX_CHUNK) -> Plan:
-        for name, value in (("max_tile", max_tile), ("max_chunk", max_chunk)):
+    def for_shape(batch: int, vocab: int, tile: int = TILE, chunk: int = CHUNK) -> Plan:
+        for name, value in (("tile", tile), ("chunk", chunk)):
             if value < 32 or value & (value - 1):
                 raise ArgumentError(name, f"must be a power of two >= 32, got {value}")
-        tile = min(max_tile, max(32, _pow2_at_least(vocab)))
-        n_tiles = -(-vocab // tile)
-        chunk = min(max_chunk, max(32, _pow2_at_least(n_tiles * 32)))
-        fchunk = min(MAX_CHUNK, max(16, _pow2_at_least(n_tiles)))
-        return Plan(batch, vocab, tile, n_tiles, chunk, fchunk)
+        return Plan(batch, vocab, tile, -(-vocab // tile), chunk)
 
 
 @dataclass(frozen=True)
@@ -75,10 +72,10 @@ def kernel_device() -> torch.device:
 
 
 def make_workspace(
-    batch: int, vocab: int, device: torch.device | str | None = None, max_tile: int = MAX_TILE
+    batch: int, vocab: int, device: torch.device | str | None = None, tile: int = TILE
 ) -> Workspace:
     """Allocate the workspace for a [batch, vocab] call (reuse it across calls and graph replays)."""
-    plan = Plan.for_shape(batch, vocab, max_tile)
+    plan = Plan.for_shape(batch, vocab, tile)
     dev = torch.device(device) if device is not None else kernel_device()
     return Workspace(
         cand=torch.empty((batch, plan.n_tiles, 32), dtype=torch.int64, device=dev),
@@ -126,7 +123,9 @@ def _check_logits(logits: Any) -> tuple[torch.Tensor, torch.device]:
     if not isinstance(logits, torch.Tensor):
         raise ArgumentError("logits", f"must be a torch.Tensor, got {type(logits).__name__}")
     if logits.dtype not in LOGIT_DTYPES:
-        raise ArgumentError("logits", f"must be float32, bfloat16 or float16 (clause 1.1), got {logits.dtype}")
+        raise ArgumentError(
+            "logits", f"must be float32, bfloat16 or float16 (clause 1.1), got {logits.dtype}"
+        )
     if logits.dim() != 2:
         raise ArgumentError("logits", f"must be a matrix [B, V] (clause 1.1), got {logits.dim()} dimensions")
     batch, vocab = logits.shape
@@ -152,7 +151,7 @@ def propose(
     logits: torch.Tensor,
     temperature: torch.Tensor,
     seed: torch.Tensor,
-    round: torch.Tensor,  # noqa: A002 (the clause-12.2 protocol names it)
+    round: torch.Tensor,
     position: torch.Tensor,
     *,
     tau: Any = TAU_DEFAULT,
@@ -161,8 +160,8 @@ def propose(
     trace: torch.Tensor | None = None,
     table: ExpTable | None = None,
     use_tl_topk: bool = False,
-    max_tile: int = MAX_TILE,
-    max_chunk: int = MAX_CHUNK,
+    tile: int = TILE,
+    chunk: int = CHUNK,
 ) -> Outputs:
     """Run dyadic24-floor-first-v1 on one position for B rows (clauses 1-12).
 
@@ -170,8 +169,9 @@ def propose(
     logits: float32 / bfloat16 / float16 [B, V], contiguous; tau: a binary32 scalar (Python float or
     numpy float), finite and > 0. ``trace``: optional int64 [B, 320] buffer that receives every
     intermediate (decoded by dyadic24.kernels.trace). ``table`` overrides the exp correction table
-    (tests only); ``use_tl_topk`` selects Triton's bitonic top-k, ``max_tile`` / ``max_chunk``
-    the tile and merge-chunk sizes (powers of two >= 32); none of them changes any output bit. Raises ArgumentError naming the bad argument (clause 1.5).
+    (tests only); ``use_tl_topk`` selects Triton's bitonic top-k, ``tile`` / ``chunk``
+    the tile and merge-chunk sizes (powers of two >= 32); none of them changes any output bit.
+    Raises ArgumentError naming the bad argument (clause 1.5).
     """
     logits, device = _check_logits(logits)
     batch, vocab = (int(v) for v in logits.shape)
@@ -180,7 +180,7 @@ def propose(
     round64 = _u64_view("round", round, batch, device)
     pos64 = _u64_view("position", position, batch, device)
     tau_bits = tau_to_bits(tau)
-    plan = Plan.for_shape(batch, vocab, max_tile, max_chunk)
+    plan = Plan.for_shape(batch, vocab, tile, chunk)
 
     if out is None:
         outputs = make_outputs(batch, device)
@@ -190,11 +190,12 @@ def propose(
         shapes = ((batch,), (batch,), (batch, K_MAX), (batch, K_MAX))
         names = ("status", "token", "ids", "tickets")
         checked = [
-            _check_tensor(f"out.{n}", t, [torch.int32], s, device) for n, t, s in zip(names, out, shapes)
+            _check_tensor(f"out.{n}", t, [torch.int32], s, device)
+            for n, t, s in zip(names, out, shapes, strict=True)
         ]
         outputs = (checked[0], checked[1], checked[2], checked[3])
     if workspace is None:
-        ws = make_workspace(batch, vocab, device, max_tile)
+        ws = make_workspace(batch, vocab, device, tile)
     else:
         if not isinstance(workspace, Workspace):
             raise ArgumentError("workspace", f"must be a Workspace, got {type(workspace).__name__}")
@@ -207,15 +208,19 @@ def propose(
         trace_buf = ws.flags  # never written: TRACE is off
     tab = table if table is not None else _table_for(device)
 
-    with _quiet_numpy():
+    # The kernels read integer views of the logits and widen them with integer operations.
+    src = _SRC_KIND[logits.dtype]
+    bits = logits.view(torch.int32 if logits.dtype == torch.float32 else torch.int16)
+    with _launch_context(device):
         propose_jit.tile_kernel[(batch * plan.n_tiles,)](
-            logits, ws.cand, ws.flags, vocab, plan.n_tiles, TILE=plan.tile, USE_TL_TOPK=use_tl_topk
+            bits, ws.cand, ws.flags, vocab, plan.n_tiles, TILE=plan.tile, SRC=src, USE_TL_TOPK=use_tl_topk
         )
         propose_jit.merge_kernel[(batch,)](
-            logits, ws.cand, ws.flags, temp.view(torch.int32), seed64, round64, pos64,
+            bits, ws.cand, ws.flags, temp.view(torch.int32), seed64, round64, pos64,
             tab.z, tab.e, outputs[0], outputs[1], outputs[2], outputs[3], trace_buf,
             vocab, plan.n_tiles, tau_bits, tab.size,
-            CHUNK=plan.chunk, FCHUNK=plan.fchunk, TAB_ITERS=tab.iterations, TRACE=trace is not None,
+            CHUNK=plan.chunk, FCHUNK=FLAG_CHUNK, TAB_ITERS=tab.iterations, TRACE=trace is not None,
+            SRC=src,
             USE_TL_TOPK=use_tl_topk,
         )  # fmt: skip
     return outputs
@@ -233,13 +238,15 @@ def _table_for(device: torch.device) -> ExpTable:
 
 
 @contextlib.contextmanager
-def _quiet_numpy() -> Iterator[None]:
-    """Under the interpreter, rows that fail compute clause 5 on NaN/inf and discard it: no warnings."""
+def _launch_context(device: torch.device) -> Iterator[None]:
+    """Launch on the tensors' GPU (Triton uses the current device); under the interpreter, silence numpy:
+    failed rows compute clause 5 on NaN / infinities and discard the result."""
     if interpreting():
         with np.errstate(all="ignore"):
             yield
     else:
-        yield
+        with torch.cuda.device(device):
+            yield
 
 
 # ---------------------------------------------------------------- torch custom op
@@ -250,7 +257,7 @@ def propose_op(
     logits: torch.Tensor,
     temperature: torch.Tensor,
     seed: torch.Tensor,
-    round: torch.Tensor,  # noqa: A002
+    round: torch.Tensor,
     position: torch.Tensor,
     tau: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -263,7 +270,7 @@ def _propose_fake(
     logits: torch.Tensor,
     temperature: torch.Tensor,
     seed: torch.Tensor,
-    round: torch.Tensor,  # noqa: A002
+    round: torch.Tensor,
     position: torch.Tensor,
     tau: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

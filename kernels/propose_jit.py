@@ -1,4 +1,4 @@
-# mypy: disable-error-code="misc, no-untyped-def"
+# mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
 """The two kernels of one proposal position (clauses 2-9).
 
 ``tile_kernel``: one program per (row, vocabulary tile); writes the tile's 32 largest clause-3.1 keys
@@ -26,10 +26,11 @@ from dyadic24.kernels.ieee_jit import (  # noqa: E402
     F32_NEG_INF,
     F32_POS_INF,
     KEY_PAD,
+    div32,
     floor_times_2_24,
     load_bits32,
     order_key,
-    round_to_binary32,
+    sub32,
     widen32to64,
 )
 from dyadic24.kernels.philox_jit import draw_block  # noqa: E402
@@ -64,14 +65,23 @@ TRACE_WORDS = tl.constexpr(320)
 # Integer arguments are not specialised (Triton would compile a variant per "== 1" / "% 16 == 0"
 # pattern of V, n_tiles, tau_bits, tab_n); the constexprs alone select the compiled variant.
 @triton.jit(do_not_specialize=["V", "n_tiles"])
-def tile_kernel(logits_ptr, cand_ptr, flags_ptr, V, n_tiles, TILE: tl.constexpr, USE_TL_TOPK: tl.constexpr):
+def tile_kernel(
+    logits_ptr,
+    cand_ptr,
+    flags_ptr,
+    V,
+    n_tiles,
+    TILE: tl.constexpr,
+    SRC: tl.constexpr,
+    USE_TL_TOPK: tl.constexpr,
+):
     """Per (row, tile): the tile's top 32 keys (clause 3.1) and flags NaN | +inf << 1 | live << 2 (2.1)."""
     pid = tl.program_id(0).to(tl.int64)
     row = pid // n_tiles
     tile = pid % n_tiles
     offs = tile * TILE + tl.arange(0, TILE).to(tl.int64)
     inb = offs < V
-    b = load_bits32(logits_ptr + row * V, offs, inb)
+    b = load_bits32(logits_ptr + row * V, offs, inb, SRC)
     nan = inb & ((b & 0x7FFFFFFF) > F32_POS_INF)
     pinf = inb & (b == F32_POS_INF)
     live = inb & (b != F32_NEG_INF)  # finite or -0 or NaN/+inf: anything but -inf
@@ -146,6 +156,7 @@ def merge_kernel(
     FCHUNK: tl.constexpr,
     TAB_ITERS: tl.constexpr,
     TRACE: tl.constexpr,
+    SRC: tl.constexpr,
     USE_TL_TOPK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -177,7 +188,7 @@ def merge_kernel(
     valid = best != KEY_PAD  # exactly the first K = min(32, V) lanes
     ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
     # The key canonicalised -0; the arithmetic needs the original bits, so reload them.
-    lb = load_bits32(logits_ptr + row * V, tl.where(valid, ids, 0), valid)
+    lb = load_bits32(logits_ptr + row * V, tl.where(valid, ids, 0), valid, SRC)
     n_valid = tl.sum(valid.to(tl.int64))
     astar = _lane_value(ids, lane, 0)  # clause 3.3
     mb = _lane_value(lb, lane, 0)
@@ -193,12 +204,8 @@ def merge_kernel(
     sampled = (status == 0) & (t_mag != 0)
 
     # ---- clause 5: binary64 arithmetic, rounded to binary32 by the integer routine
-    m64 = widen32to64(mb)
-    tau64 = widen32to64((tb & 0) + tau_bits)  # tau_bits may arrive as a constexpr
-    d64 = widen32to64(lb) - m64
-    d32, _d_dist = round_to_binary32(d64.to(tl.int64, bitcast=True))
-    z64 = widen32to64(d32) / tau64
-    z32, _z_dist = round_to_binary32(z64.to(tl.int64, bitcast=True))
+    d32 = sub32(lb, mb)
+    z32 = div32(d32, (tb & 0) + tau_bits)  # (tau_bits may arrive as a constexpr)
     e32, flagged, found = exp_binary32(z32, tab_z_ptr, tab_e_ptr, tab_n, TAB_ITERS)
     e32 = tl.where(valid, e32, 0)
 

@@ -159,6 +159,29 @@ def test_bundled_references(capsys: pytest.CaptureFixture[str]) -> None:
     assert "oracle exact" in out and "oracle fast" in out
 
 
+def test_kernel_adapter_runs_or_is_skipped(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Triton kernel: on the GPU, or in the interpreter (TRITON_INTERPRET=1) on a CPU-only machine."""
+    code, out, err = run_cli(
+        capsys, "--bundled", "--only", "kernel", *small_vectors(), "--examples", "3", "--progress", "0"
+    )
+    if "SKIPPED" in out:
+        assert code == 2 and "no implementation could be run" in err
+    else:
+        assert code in (0, 1)
+        assert "TRITON_INTERPRET=1 (Triton interpreter on the CPU)" in out or "Triton on GPU" in out
+
+
+def test_skipped_kernel_is_reported(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dyadic24.conformance import impls
+
+    monkeypatch.setattr(impls, "triton_mode", lambda: ("torch is not importable (test)", ""))
+    code, out, _ = run_cli(capsys, "--bundled", "--only", "fast,kernel", *small_vectors(), *FUZZ)
+    assert code == 0, out
+    assert "[kernel] SKIPPED: torch is not importable (test)" in out
+
+
 def test_entry_point_exit_status() -> None:
     """`python -m dyadic24 conform` returns the runner's exit status (a mutant: 1)."""
     proc = subprocess.run(

@@ -4,9 +4,11 @@ fuzzing catches and shrinks mutants."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +21,7 @@ from dyadic24.conformance.strategies import CI, DEEP
 from dyadic24.reference.exact import propose_exact
 from dyadic24.reference.fast import propose_fast
 
+DEEP_RUN = os.environ.get("DYADIC24_DEEP", "") not in ("", "0")
 QUICK = settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
@@ -111,3 +114,13 @@ def test_fuzzing_finds_the_row_isolation_mutant() -> None:
 
 def test_profiles() -> None:
     assert DEEP.examples > CI.examples and DEEP.max_vocab > CI.max_vocab and DEEP.max_rows > CI.max_rows
+
+
+@pytest.mark.deep
+@pytest.mark.skipif(not DEEP_RUN, reason="deep profile: set DYADIC24_DEEP=1")
+def test_deep_profile_fast_against_exact() -> None:
+    """The deep profile (16-row calls, V up to 4096): the fast reference against the exact one."""
+    exact = PythonImplementation(propose_exact, "exact")
+    result = run_fuzz(fast(), exact, oracle_name="exact", profile=DEEP, seed=11)
+    assert result.ok, result.failure and result.failure.message()
+    assert result.examples == DEEP.examples

@@ -273,3 +273,16 @@ def test_reports_render(tmp_path: Path) -> None:
     write_junit(bad, tmp_path / "r.xml")
     suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "1" and suite.get("tests") == "4"
+
+
+def test_torch_tensor_outputs_are_converted() -> None:
+    """Clause 12.2: torch implementations may return tensors; the runner converts them."""
+    torch = pytest.importorskip("torch")
+
+    def as_tensors(*args: Any, **kwargs: Any) -> Any:
+        p = propose_fast(*args, **kwargs)
+        fields = {k: torch.from_numpy(getattr(p, k).copy()) for k in ("status", "token", "ids", "tickets")}
+        return type("TorchProposal", (), {**fields, "trace": p.trace})()
+
+    results = run_vectors(PythonImplementation(as_tensors, "torch outputs"), VECTORS)
+    assert all(r.passed and r.traced for r in results)

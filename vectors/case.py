@@ -73,7 +73,11 @@ def row(
     position: int | None = None,
     narrow: str | None = None,
 ) -> Row:
-    arr = np.asarray(logits, dtype=np.uint64).astype(np.uint32) if not isinstance(logits, np.ndarray) else logits
+    arr = (
+        np.asarray(logits, dtype=np.uint64).astype(np.uint32)
+        if not isinstance(logits, np.ndarray)
+        else logits
+    )
     return Row(arr.astype(np.uint32), t_bits, seed, round, position, narrow)
 
 

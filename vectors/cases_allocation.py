@@ -38,7 +38,9 @@ def p_binary32_differs(trace: RowTrace) -> bool:
     if trace.path != "sampled":
         return False
     s32 = np.float32(f64_value(trace.s_bits or 0))
-    c = [math.floor(float(np.float32(np.float32(e) / s32)) * TICKETS) for e in slot_e(trace)][: len(trace.slot_ids)]
+    c = [math.floor(float(np.float32(np.float32(e) / s32)) * TICKETS) for e in slot_e(trace)][
+        : len(trace.slot_ids)
+    ]
     t = list(c)
     t[trace.slot_ids.index(trace.argmax)] += TICKETS - sum(c)
     return t != list(trace.slot_tickets)
@@ -48,41 +50,91 @@ def cases() -> list[Case]:
     out = []
     for n in range(4):
         bits = bell(f"alloc-lr-{n}", 32 + 16 * n, scale=1.5)
-        out.append(case(f"bell row {n} (V = {32 + 16 * n}): largest-remainder allocation differs",
-                        ["largest_remainder_differs"], row(bits),
-                        checks=[any_row(largest_remainder_differs, "Hamilton differs")]))  # fmt: skip
-    for n, bits in enumerate(found.NEAR_INTEGER):
-        out.append(case(f"some p * 2^24 within 2^-20 of an integer (row {n})", ["near_integer_count"],
-                        row(np.array(bits, dtype=np.uint32)),
-                        checks=[any_row(near_integer_count(-20, exact=False), "p * 2^24 near an integer")]))  # fmt: skip
+        out.append(
+            case(
+                f"bell row {n} (V = {32 + 16 * n}): largest-remainder allocation differs",
+                ["largest_remainder_differs"],
+                row(bits),
+                checks=[any_row(largest_remainder_differs, "Hamilton differs")],
+            )
+        )
+    for n, fbits in enumerate(found.NEAR_INTEGER):
+        out.append(
+            case(
+                f"some p * 2^24 within 2^-20 of an integer (row {n})",
+                ["near_integer_count"],
+                row(np.array(fbits, dtype=np.uint32)),
+                checks=[any_row(near_integer_count(-20, exact=False), "p * 2^24 near an integer")],
+            )
+        )
     for n, (zb, zc) in enumerate(found.PAIRS_TO_ONE[:3]):
-        bits = [PZERO, zb, zc] + [NINF] * (5 + n)
-        out.append(case(f"e = 1, e_b, e_c with e_b + e_c = 1: S = 2, every count exact, R = 0 (pair {n})",
-                        ["near_integer_count", "remainder_zero", "tau_one", "few_finite"],
-                        row(np.array(bits, dtype=np.uint32)), tau_bits=ONE,
-                        checks=[any_row(remainder_is(0), "R = 0"),
-                                any_row(near_integer_count(-20, exact=True), "exact integer count")]))  # fmt: skip
-    out.append(case("16 equal logits: S = 16, p = 1/16, R = 0", ["remainder_zero", "argmax_tie", "vocab_lt_32"],
-                    row(np.full(16, f32(3.0), dtype=np.uint32)), checks=[any_row(remainder_is(0), "R = 0")]))  # fmt: skip
-    out.append(case("V = 1 sampled: R = 0", ["remainder_zero", "vocab_1"], row([f32(1.0)]),
-                    checks=[any_row(remainder_is(0), "R = 0")]))  # fmt: skip
-    for n, (r, bits) in enumerate(found.REMAINDER_MAX):
-        out.append(case(f"[0, x * 31] with tau = 1: R = {r}, the largest found (row {n})",
-                        ["remainder_max", "tau_one"],
-                        row(np.array(bits, dtype=np.uint32)), tau_bits=ONE,
-                        checks=[any_row(remainder_at_least(r), f"R >= {r}")]))  # fmt: skip
+        fbits = [PZERO, zb, zc] + [NINF] * (5 + n)
+        out.append(
+            case(
+                f"e = 1, e_b, e_c with e_b + e_c = 1: S = 2, every count exact, R = 0 (pair {n})",
+                ["near_integer_count", "remainder_zero", "tau_one", "few_finite"],
+                row(np.array(fbits, dtype=np.uint32)),
+                tau_bits=ONE,
+                checks=[
+                    any_row(remainder_is(0), "R = 0"),
+                    any_row(near_integer_count(-20, exact=True), "exact integer count"),
+                ],
+            )
+        )
+    out.append(
+        case(
+            "16 equal logits: S = 16, p = 1/16, R = 0",
+            ["remainder_zero", "argmax_tie", "vocab_lt_32"],
+            row(np.full(16, f32(3.0), dtype=np.uint32)),
+            checks=[any_row(remainder_is(0), "R = 0")],
+        )
+    )
+    out.append(
+        case(
+            "V = 1 sampled: R = 0",
+            ["remainder_zero", "vocab_1"],
+            row([f32(1.0)]),
+            checks=[any_row(remainder_is(0), "R = 0")],
+        )
+    )
+    for n, (r, fbits) in enumerate(found.REMAINDER_MAX):
+        out.append(
+            case(
+                f"[0, x * 31] with tau = 1: R = {r}, the largest found (row {n})",
+                ["remainder_max", "tau_one"],
+                row(np.array(fbits, dtype=np.uint32)),
+                tau_bits=ONE,
+                checks=[any_row(remainder_at_least(r), f"R >= {r}")],
+            )
+        )
     for n in range(3):
         bits = uniform(f"alloc-r2a-{n}", 40, -3.0, 0.0)
         bits[30 + n] = f32(1.0)
-        out.append(case(f"a* = {30 + n} is not the first support entry and R > 0", ["remainder_to_argmax"],
-                        row(bits), checks=[any_row(remainder_not_first, "R to a*, not to entry 0")]))  # fmt: skip
+        out.append(
+            case(
+                f"a* = {30 + n} is not the first support entry and R > 0",
+                ["remainder_to_argmax"],
+                row(bits),
+                checks=[any_row(remainder_not_first, "R to a*, not to entry 0")],
+            )
+        )
     for n, spread in enumerate((30.0, 25.0, 40.0)):
         bits = uniform(f"alloc-zero-{n}", 48, -spread, 0.0)
-        out.append(case(f"candidates with e > 0 but no tickets (logits in [-{spread:g}, 0])",
-                        ["zero_ticket_excluded"], row(bits),
-                        checks=[any_row(zero_ticket_candidate, "e > 0, t = 0")]))  # fmt: skip
-    for n, bits in enumerate(found.VARIANT_P_BINARY32):
-        out.append(case(f"p in binary32 changes the tickets (row {n})", ["p_binary32"],
-                        row(np.array(bits, dtype=np.uint32)),
-                        checks=[any_row(p_binary32_differs, "binary32 p differs")]))  # fmt: skip
+        out.append(
+            case(
+                f"candidates with e > 0 but no tickets (logits in [-{spread:g}, 0])",
+                ["zero_ticket_excluded"],
+                row(bits),
+                checks=[any_row(zero_ticket_candidate, "e > 0, t = 0")],
+            )
+        )
+    for n, fbits in enumerate(found.VARIANT_P_BINARY32):
+        out.append(
+            case(
+                f"p in binary32 changes the tickets (row {n})",
+                ["p_binary32"],
+                row(np.array(fbits, dtype=np.uint32)),
+                checks=[any_row(p_binary32_differs, "binary32 p differs")],
+            )
+        )
     return out

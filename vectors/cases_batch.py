@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from dyadic24.vectors.case import NINF, NZERO, ONE, PINF, PZERO, QNAN, Case, case, f32, row
+from dyadic24.vectors.case import NINF, NZERO, ONE, PINF, PZERO, QNAN, Case, Row, case, f32, row
 from dyadic24.vectors.rows import bell, words
 
 KINDS = ("sampled", "greedy", "nan", "pinf", "zero_mass", "bad_t", "masked")
 
 
-def batch_rows(name: str, batch: int, vocab: int) -> list:
+def batch_rows(name: str, batch: int, vocab: int) -> list[Row]:
     w = words(name, batch)
     rows = []
     for i in range(batch):
@@ -39,6 +37,11 @@ def cases() -> list[Case]:
     for n, (batch, vocab) in enumerate(((64, 48), (33, 100), (17, 32))):
         rows = batch_rows(f"batch-{n}", batch, vocab)
         rows.append(rows[0])  # the first row again, at the end
-        out.append(case(f"batch of {batch + 1} mixed rows (V = {vocab}); the last row repeats the first",
-                        ["mixed_status_batch", "row_isolation"], rows))  # fmt: skip
+        out.append(
+            case(
+                f"batch of {batch + 1} mixed rows (V = {vocab}); the last row repeats the first",
+                ["mixed_status_batch", "row_isolation"],
+                rows,
+            )
+        )
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from dyadic24.api import RowTrace
@@ -36,6 +38,10 @@ EDGE_SEED = 0x5EED_0000_0000_0001
 EDGE_ROUND = 3
 
 
+def u_is(u: int) -> Callable[[RowTrace], bool]:
+    return lambda t: t.u == u
+
+
 def _token(seed: int, rnd: int, pos: int) -> int:
     return (draw_block(seed, rnd, pos)[0] >> 8) >> 19
 
@@ -61,36 +67,63 @@ def high_bits() -> list[Case]:
     for which, name in enumerate(names):
         base = (0x0000_0000_1234_5678, 0x0000_0000_0000_0007, 0x0000_0000_0000_0100)
         hi = _distinct_pair(base, which, 0xA5A5_0000)
-        rows = [
-            row(uniform32(), ONE, seed=s, round=n, position=p) for s, n, p in (base, hi)
-        ]
-        out.append(case(f"two rows whose {name}s differ only in the high 32 bits (uniform 32-way row)",
-                        [f"{name}_high_bits"], rows, checks=[_different_tokens]))  # fmt: skip
+        rows = [row(uniform32(), ONE, seed=s, round=n, position=p) for s, n, p in (base, hi)]
+        out.append(
+            case(
+                f"two rows whose {name}s differ only in the high 32 bits (uniform 32-way row)",
+                [f"{name}_high_bits"],
+                rows,
+                checks=[_different_tokens],
+            )
+        )
         swapped = list(base)
         swapped[which] = ((base[which] & M32) << 32) | (base[which] >> 32)
-        out.append(case(f"{name} with its 32-bit words swapped against the plain one",
-                        [f"{name}_high_bits"],
-                        [row(uniform32(), ONE, seed=base[0], round=base[1], position=base[2]),
-                         row(uniform32(), ONE, seed=swapped[0], round=swapped[1], position=swapped[2])]))  # fmt: skip
+        out.append(
+            case(
+                f"{name} with its 32-bit words swapped against the plain one",
+                [f"{name}_high_bits"],
+                [
+                    row(uniform32(), ONE, seed=base[0], round=base[1], position=base[2]),
+                    row(uniform32(), ONE, seed=swapped[0], round=swapped[1], position=swapped[2]),
+                ],
+            )
+        )
         vals = [0xFFFF_FFFF_0000_0000, 0x8000_0000_0000_0000, 0xFEDC_BA98_7654_3210]
         rows = []
         for v in vals:
             args = list(base)
             args[which] = v
             rows.append(row(bell_row(), ONE, seed=args[0], round=args[1], position=args[2]))
-        out.append(case(f"{name}s 0xFFFFFFFF00000000, 2^63 and 0xFEDCBA9876543210", [f"{name}_high_bits"], rows))
+        out.append(
+            case(f"{name}s 0xFFFFFFFF00000000, 2^63 and 0xFEDCBA9876543210", [f"{name}_high_bits"], rows)
+        )
     return out
 
 
 def extremes() -> list[Case]:
     out = []
     combos = [(0, 0, 0), (M64, M64, M64), (M64, 0, 0), (0, M64, 0), (0, 0, M64), (1, 1, 1)]
-    out.append(case("seed, round, position 0 and 2^64 - 1 in all corners", ["philox_extremes"],
-                    [row(uniform32(), ONE, seed=s, round=n, position=p) for s, n, p in combos]))  # fmt: skip
-    out.append(case("the same corners on a bell row", ["philox_extremes"],
-                    [row(bell_row(), ONE, seed=s, round=n, position=p) for s, n, p in combos]))  # fmt: skip
-    out.append(case("seed 2^64 - 1, round 2^32, position 2^32 - 1", ["philox_extremes", "seed_high_bits"],
-                    row(bell_row(), ONE, seed=M64, round=1 << 32, position=M32)))  # fmt: skip
+    out.append(
+        case(
+            "seed, round, position 0 and 2^64 - 1 in all corners",
+            ["philox_extremes"],
+            [row(uniform32(), ONE, seed=s, round=n, position=p) for s, n, p in combos],
+        )
+    )
+    out.append(
+        case(
+            "the same corners on a bell row",
+            ["philox_extremes"],
+            [row(bell_row(), ONE, seed=s, round=n, position=p) for s, n, p in combos],
+        )
+    )
+    out.append(
+        case(
+            "seed 2^64 - 1, round 2^32, position 2^32 - 1",
+            ["philox_extremes", "seed_high_bits"],
+            row(bell_row(), ONE, seed=M64, round=1 << 32, position=M32),
+        )
+    )
     return out
 
 
@@ -124,15 +157,15 @@ def edges() -> list[Case]:
                         checks=[any_row(u_on_interval_edge(first), f"u on the {what} ticket")],
                     )
                 )
-    seed, rnd, positions = found.U_EXTREMES
-    for u, pos in sorted(positions.items()):
+    u_seed, u_round, u_positions = found.U_EXTREMES
+    for u, u_pos in sorted(u_positions.items()):
         for name, make in DRAW_ROWS.items():
             out.append(
                 case(
-                    f"u = {u} (position {pos}) on the {name} row",
+                    f"u = {u} (position {u_pos}) on the {name} row",
                     ["draw_u_extreme"],
-                    row(make(), ONE, seed=seed, round=rnd, position=pos),
-                    checks=[any_row(lambda t, u=u: t.u == u, f"u = {u}")],
+                    row(make(), ONE, seed=u_seed, round=u_round, position=u_pos),
+                    checks=[any_row(u_is(u), f"u = {u}")],
                 )
             )
     return out
@@ -174,20 +207,34 @@ def order_and_bits() -> list[Case]:
     for n in range(4):
         bits = bell(f"interval-{n}", 40, scale=1.0)
         bits[[3, 17]] = NINF
-        out.append(case(f"bell row {n}: ascending-ID intervals pick another token than the C order would",
-                        ["interval_order", "ticket_bits"], row(bits, ONE, seed=1000 + n, round=0, position=n),
-                        checks=[any_row(_interval_order, "interval order matters"),
-                                any_row(_ticket_bits, "ticket bits matter")]))  # fmt: skip
+        out.append(
+            case(
+                f"bell row {n}: ascending-ID intervals pick another token than the C order would",
+                ["interval_order", "ticket_bits"],
+                row(bits, ONE, seed=1000 + n, round=0, position=n),
+                checks=[
+                    any_row(_interval_order, "interval order matters"),
+                    any_row(_ticket_bits, "ticket bits matter"),
+                ],
+            )
+        )
     return out
 
 
 def depth() -> list[Case]:
     out = []
-    for n, (d, seed, rnd, p0) in enumerate(((4, 77, 5, 1000), (8, M64 - 5, 1 << 33, (1 << 32) - 3), (3, 0, 0, 0))):
+    for n, (d, seed, rnd, p0) in enumerate(
+        ((4, 77, 5, 1000), (8, M64 - 5, 1 << 33, (1 << 32) - 3), (3, 0, 0, 0))
+    ):
         rows = [row(bell(f"depth-{n}-{i}", 64), ONE, seed=seed, round=rnd, position=p0 + i) for i in range(d)]
-        out.append(case(f"a proposal of depth {d}: positions {p0}..{p0 + d - 1}, one seed and round",
-                        ["consecutive_positions"] + (["position_high_bits"] if p0 + d > 1 << 32 else []),
-                        rows, clauses=["10.1", "10.2"]))  # fmt: skip
+        out.append(
+            case(
+                f"a proposal of depth {d}: positions {p0}..{p0 + d - 1}, one seed and round",
+                ["consecutive_positions"] + (["position_high_bits"] if p0 + d > 1 << 32 else []),
+                rows,
+                clauses=["10.1", "10.2"],
+            )
+        )
     return out
 
 

@@ -1,8 +1,7 @@
 """golden_exp_midpoints.json: every z of vectors/data/exp_near_midpoints.json, reached exactly (clause 5.3).
 
 With tau = 1 and a* = +0 at ID 0 (m = +0), a logit l = z gives d = RN32(z - 0) = z and
-z = RN32(d / 1) = z, so each listed z is the exact argument of exp. 31 listed z per row (V = 32),
-four rows per vector.
+z = RN32(d / 1) = z, so each listed z is the exact argument of exp. 31 listed z per row (V = 32).
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from dyadic24.api import RowTrace
-from dyadic24.vectors.case import ONE, PZERO, Case, case, row
+from dyadic24.vectors.case import NINF, ONE, PZERO, U32, Case, Check, case, row
 
 MIDPOINTS = Path(__file__).resolve().parent / "data" / "exp_near_midpoints.json"
 PER_ROW = 31
-ROWS_PER_VECTOR = 4
 
 
 def listed_z() -> list[int]:
@@ -27,37 +25,40 @@ def listed_z() -> list[int]:
     return [z for z in zs if z == PZERO or z >> 31]
 
 
-def _reached(expected: list[list[int]]) -> object:
+def _reached(expected: list[int]) -> Check:
     def check(c: Case, traces: list[RowTrace]) -> None:
-        for want, t in zip(expected, traces, strict=True):
-            got = set(t.z_bits)
-            missing = [z for z in want if z not in got]
-            if missing:
-                raise AssertionError(f"{c.comment!r}: z {[hex(z) for z in missing]} not reached")
+        got = {z for t in traces for z in t.z_bits}
+        missing = [z for z in expected if z not in got]
+        if missing:
+            raise AssertionError(f"{c.comment!r}: z {[hex(z) for z in missing]} not reached")
 
     return check
 
 
+def _row(chunk: list[int], reverse: bool) -> U32:
+    """a* = +0 at ID 0 (or at ID 31, reversed), the listed z at the other IDs, -inf padding."""
+    bits = np.full(PER_ROW + 1, NINF, dtype=np.uint32)
+    bits[0] = PZERO
+    bits[1 : 1 + len(chunk)] = chunk
+    return bits[::-1].copy() if reverse else bits
+
+
 def cases() -> list[Case]:
+    """Each chunk of 31 listed z twice: after a* (ID 0) and in reverse ID order before it (ID 31), so
+    that every z sits in two different tree slots (clause 6.1)."""
     zs = listed_z()
-    chunks = [zs[i : i + PER_ROW] for i in range(0, len(zs), PER_ROW)]
     out = []
-    for v in range(0, len(chunks), ROWS_PER_VECTOR):
-        group = chunks[v : v + ROWS_PER_VECTOR]
-        rows = []
-        for chunk in group:
-            bits = np.full(PER_ROW + 1, 0xFF800000, dtype=np.uint32)  # -inf pads the last row
-            bits[0] = PZERO
-            bits[1 : 1 + len(chunk)] = chunk
-            rows.append(row(bits, ONE))
-        first = v * PER_ROW
-        out.append(
-            case(
-                f"near-midpoint z {first}..{first + sum(len(c) for c in group) - 1} of exp_near_midpoints.json",
-                ["exp_near_midpoint", "tau_one"],
-                rows,
-                tau_bits=ONE,
-                checks=[_reached(group)],  # type: ignore[list-item]
+    for first in range(0, len(zs), PER_ROW):
+        chunk = zs[first : first + PER_ROW]
+        for reverse in (False, True):
+            where = "a* = ID 31, z in reverse order" if reverse else "a* = ID 0"
+            out.append(
+                case(
+                    f"near-midpoint z {first}..{first + len(chunk) - 1} of the midpoint list, {where}",
+                    ["exp_near_midpoint", "tau_one"],
+                    row(_row(chunk, reverse), ONE),
+                    tau_bits=ONE,
+                    checks=[_reached(chunk)],
+                )
             )
-        )
     return out

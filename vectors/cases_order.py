@@ -6,7 +6,7 @@ import numpy as np
 
 from dyadic24.api import RowTrace
 from dyadic24.vectors.case import MIN_SUB, NINF, NZERO, ONE, PZERO, Case, case, f32, neg, row
-from dyadic24.vectors.checks import any_row, every_row, path_is
+from dyadic24.vectors.checks import every_row, path_is
 from dyadic24.vectors.rows import bell, order_key, quantized, uniform, words
 
 U32 = np.ndarray
@@ -56,29 +56,41 @@ def ties() -> list[Case]:
         for t_bits in (ONE, PZERO):
             out.append(
                 case(
-                    f"{tied} tokens tie at 0x{tie:08x} across the top-32 boundary (V = {vocab}, {inside} above)"
-                    + (", greedy" if t_bits == PZERO else ""),
+                    f"{tied} tokens tie at 0x{tie:08x} across the top-32 boundary "
+                    f"(V = {vocab}, {inside} above)" + (", greedy" if t_bits == PZERO else ""),
                     ["tie_at_boundary"] + (["greedy_pos_zero"] if t_bits == PZERO else []),
                     row(bits, t_bits),
                     checks=[_tie_crosses_boundary],
                 )
             )
     bits = np.full(33, f32(1.5), dtype=np.uint32)
-    out.append(case("33 equal logits: C = IDs 0..31, ID 32 left out", ["tie_at_boundary", "vocab_33"], row(bits),
-                    checks=[_tie_crosses_boundary]))  # fmt: skip
+    out.append(
+        case(
+            "33 equal logits: C = IDs 0..31, ID 32 left out",
+            ["tie_at_boundary", "vocab_33"],
+            row(bits),
+            checks=[_tie_crosses_boundary],
+        )
+    )
     # Signed zeros: equal under IEEE, so only the ID decides (clause 3.1).
     zs = _boundary_row("tie-zero", 64, 12, 26, PZERO)
     zero_ids = np.flatnonzero(zs == PZERO)
     zs[zero_ids[::2]] = NZERO
-    out.append(case("-0 and +0 alternate across the top-32 boundary", ["tie_at_boundary", "signed_zero_tie"],
-                    row(zs), checks=[_tie_crosses_boundary, _signed_zero_tie]))  # fmt: skip
+    out.append(
+        case(
+            "-0 and +0 alternate across the top-32 boundary",
+            ["tie_at_boundary", "signed_zero_tie"],
+            row(zs),
+            checks=[_tie_crosses_boundary, _signed_zero_tie],
+        )
+    )
     return out
 
 
 def signed_zeros() -> list[Case]:
     out = []
     base = uniform("sz", 40, -6.0, -1.0)
-    for n, layout in enumerate(([NZERO, PZERO], [PZERO, NZERO], [NZERO, NZERO, PZERO, NZERO])):
+    for layout in ([NZERO, PZERO], [PZERO, NZERO], [NZERO, NZERO, PZERO, NZERO]):
         bits = base.copy()
         ids = [3 + 7 * i for i in range(len(layout))]
         bits[ids] = layout
@@ -93,9 +105,14 @@ def signed_zeros() -> list[Case]:
                 )
             )
     bits = np.array([NZERO, MIN_SUB, PZERO, neg(MIN_SUB), NZERO, PZERO], dtype=np.uint32)
-    out.append(case("zeros of both signs around the least subnormals", ["signed_zero_tie", "vocab_lt_32",
-                                                                        "subnormal_logit"],
-                    row(bits), checks=[_signed_zero_tie]))  # fmt: skip
+    out.append(
+        case(
+            "zeros of both signs around the least subnormals",
+            ["signed_zero_tie", "vocab_lt_32", "subnormal_logit"],
+            row(bits),
+            checks=[_signed_zero_tie],
+        )
+    )
     return out
 
 
@@ -104,13 +121,28 @@ def argmax_ties() -> list[Case]:
     bits = uniform("amt", 64, -8.0, 3.0)
     bits[[40, 3, 17]] = f32(4.0)
     out.append(case("maximum 4.0 at IDs 3, 17, 40: a* = 3 takes the remainder", ["argmax_tie"], row(bits)))
-    out.append(case("32 equal logits: S = 32, 2^19 tickets each", ["argmax_tie", "vocab_32", "remainder_zero"],
-                    row(np.full(32, f32(-7.0), dtype=np.uint32))))  # fmt: skip
-    out.append(case("three equal logits: S = 3, R = 1 to ID 0", ["argmax_tie", "vocab_lt_32"],
-                    row(np.full(3, f32(0.25), dtype=np.uint32))))  # fmt: skip
+    out.append(
+        case(
+            "32 equal logits: S = 32, 2^19 tickets each",
+            ["argmax_tie", "vocab_32", "remainder_zero"],
+            row(np.full(32, f32(-7.0), dtype=np.uint32)),
+        )
+    )
+    out.append(
+        case(
+            "three equal logits: S = 3, R = 1 to ID 0",
+            ["argmax_tie", "vocab_lt_32"],
+            row(np.full(3, f32(0.25), dtype=np.uint32)),
+        )
+    )
     for t_bits, flag in ((PZERO, "greedy_pos_zero"), (NZERO, "greedy_neg_zero")):
-        out.append(case(f"greedy with maximum at IDs 3, 17, 40 (T = 0x{t_bits:08x})", ["argmax_tie", flag],
-                        row(bits, t_bits)))  # fmt: skip
+        out.append(
+            case(
+                f"greedy with maximum at IDs 3, 17, 40 (T = 0x{t_bits:08x})",
+                ["argmax_tie", flag],
+                row(bits, t_bits),
+            )
+        )
     return out
 
 
@@ -152,8 +184,11 @@ def vocab_sizes() -> list[Case]:
     out.append(case("V = 1, greedy T = +0", ["vocab_1", "greedy_pos_zero"], row([f32(12.0)], PZERO)))
     out.append(case("V = 1, logit -0", ["vocab_1", "signed_zero_tie"], row([NZERO], f32(0.9))))
     for vocab in (2, 5, 17, 31):
-        out.append(case(f"V = {vocab} < 32: K = V, slots V..31 are +0", ["vocab_lt_32"],
-                        row(bell(f"v{vocab}", vocab))))  # fmt: skip
+        out.append(
+            case(
+                f"V = {vocab} < 32: K = V, slots V..31 are +0", ["vocab_lt_32"], row(bell(f"v{vocab}", vocab))
+            )
+        )
     out.append(case("V = 32 from a bell", ["vocab_32"], row(bell("v32", 32))))
     bits = bell("v32m", 32)
     bits[[0, 5, 31]] = NINF
@@ -170,16 +205,32 @@ def vocab_sizes() -> list[Case]:
 def negatives() -> list[Case]:
     out = []
     bits = uniform("negs", 64, -20.0, -0.5)
-    out.append(case("all logits negative: sign-magnitude order, not unsigned bit order", ["negative_logits"],
-                    row(bits)))  # fmt: skip
+    out.append(
+        case(
+            "all logits negative: sign-magnitude order, not unsigned bit order",
+            ["negative_logits"],
+            row(bits),
+        )
+    )
     mixed = uniform("negpos", 48, -2.0, 2.0)
     mixed[5] = NZERO
     out.append(case("negative and positive logits with -0", ["negative_logits"], row(mixed)))
-    out.append(case("the least negative values win: -1e-30 > -1e30", ["negative_logits"],
-                    row([f32(-1e30), f32(-1e-30), f32(-1.0), f32(-3e38), f32(-1e-44)], f32(2.0))))  # fmt: skip
+    out.append(
+        case(
+            "the least negative values win: -1e-30 > -1e30",
+            ["negative_logits"],
+            row([f32(-1e30), f32(-1e-30), f32(-1.0), f32(-3e38), f32(-1e-44)], f32(2.0)),
+        )
+    )
     q = quantized("negq", 80, 12, 0.5, top=-1.0)
-    out.append(case("negative quantized values, many ties", ["negative_logits", "tie_at_boundary"], row(q),
-                    checks=[_tie_crosses_boundary]))  # fmt: skip
+    out.append(
+        case(
+            "negative quantized values, many ties",
+            ["negative_logits", "tie_at_boundary"],
+            row(q),
+            checks=[_tie_crosses_boundary],
+        )
+    )
     return out
 
 
@@ -201,5 +252,3 @@ def greedy() -> list[Case]:
 def cases() -> list[Case]:
     out = ties() + signed_zeros() + argmax_ties() + masks() + vocab_sizes() + negatives() + greedy()
     return out
-
-

@@ -30,7 +30,12 @@ def _base(vocab: int, name: str = "status-base") -> np.ndarray:
 
 def _positions(bits: np.ndarray) -> dict[str, int]:
     order = top_order(bits)
-    return {"first": 0, "last": bits.shape[0] - 1, "candidate": int(order[1]), "non_candidate": int(order[-1])}
+    return {
+        "first": 0,
+        "last": bits.shape[0] - 1,
+        "candidate": int(order[1]),
+        "non_candidate": int(order[-1]),
+    }
 
 
 def _injected(kind: str, value: int, where: str) -> list[Case]:
@@ -46,7 +51,8 @@ def _injected(kind: str, value: int, where: str) -> list[Case]:
         status = Status.NAN_LOGIT if kind == "nan" else Status.POS_INF_LOGIT
         out.append(
             case(
-                f"{'NaN' if kind == 'nan' else '+inf'} at the {where.replace('_', '-')} position {pos} of V = {vocab}, {what}",
+                f"{'NaN' if kind == 'nan' else '+inf'} at the {where.replace('_', '-')} position {pos} "
+                f"of V = {vocab}, {what}",
                 [f"{kind}_{where}"] + (["status_precedence"] if t_bits == QNAN else []),
                 row(bits, t_bits),
                 checks=[every_row(status_is(status), f"status {status.name}")],
@@ -145,7 +151,9 @@ def cases() -> list[Case]:
                 checks=[every_row(status_is(Status.OK), "OK")],
             )
         )
-    out.append(case("T = largest finite binary32 is valid", ["temperature_pos_subnormal"], row(_base(64), MAXF)))
+    out.append(
+        case("T = largest finite binary32 is valid", ["temperature_pos_subnormal"], row(_base(64), MAXF))
+    )
 
     for bad, what in ((QNAN, "NaN"), (PINF, "+inf")):
         bits = _base(64).copy()
@@ -193,16 +201,24 @@ def _mixed() -> list[Case]:
                 f"mixed batch {n}: rows {[kinds[i][0] for i in perm]}",
                 ["mixed_status_batch"] + (["row_isolation"] if len(set(perm)) < len(perm) else []),
                 rows,
-                checks=[
-                    any_row(status_is(s), s.name) for s in statuses
-                ],
+                checks=[any_row(status_is(s), s.name) for s in statuses],
             )
         )
     # Row isolation: the same sampled row next to different neighbours and at different indices.
     same = row(ok, ONE, seed=99, round=7, position=1234)
     out.append(case("one sampled row alone", ["row_isolation"], [same]))
-    out.append(case("the same row at index 2 behind a NaN and a ZERO_MASS row", ["row_isolation"],
-                    [kinds[3][1], kinds[5][1], same]))  # fmt: skip
-    out.append(case("the same row three times among greedy rows", ["row_isolation"],
-                    [same, kinds[1][1], same, kinds[2][1], same]))  # fmt: skip
+    out.append(
+        case(
+            "the same row at index 2 behind a NaN and a ZERO_MASS row",
+            ["row_isolation"],
+            [kinds[3][1], kinds[5][1], same],
+        )
+    )
+    out.append(
+        case(
+            "the same row three times among greedy rows",
+            ["row_isolation"],
+            [same, kinds[1][1], same, kinds[2][1], same],
+        )
+    )
     return out

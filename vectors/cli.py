@@ -1,10 +1,10 @@
 """`dyadic24 vectors ...`: regenerate or check the golden vectors (clause 13.1).
 
-  dyadic24 vectors regen [FILE ...]       rewrite vectors/data/golden_*.json[.gz] from the exact reference
-  dyadic24 vectors check [--quick]        schema, header hashes and counts; without --quick also that a
-                                          regeneration reproduces every file byte for byte
-  dyadic24 vectors list                   files, vector counts, flags
-  dyadic24 vectors hash                   the spec SHA-256 and the vector set SHA-256
+dyadic24 vectors regen [FILE ...]       rewrite vectors/data/golden_*.json[.gz] from the exact reference
+dyadic24 vectors check [--quick]        schema, header hashes and counts; without --quick also that a
+                                        regeneration reproduces every file byte for byte
+dyadic24 vectors list                   files, vector counts, flags
+dyadic24 vectors hash                   the spec SHA-256 and the vector set SHA-256
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from dyadic24.api import SEMANTIC_ID
 from dyadic24.vectors import store
 
 
@@ -61,6 +62,28 @@ def validate(doc: dict[str, Any], name: str) -> list[str]:
     return problems
 
 
+def _check_accumulated(data: dict[str, Any], quick: bool) -> list[str]:
+    """accumulated.json: its recipe sample matches the generator; without --quick, the fast reference
+    reproduces the 10^4-row digest (clause 13.2)."""
+    from dyadic24.vectors import accumulated
+
+    problems = []
+    if data.get("algorithm") != SEMANTIC_ID or data.get("segmentRows") != accumulated.SEGMENT:
+        problems.append("accumulated.json: wrong algorithm or segment size")
+    if data.get("streamSample") != accumulated.stream_sample():
+        problems.append("accumulated.json: streamSample differs from the stream generator")
+    digests = {int(d["rows"]): d["sha256"] for d in data.get("digests", [])}
+    for rows in (10_000, 1_000_000):
+        if rows not in digests:
+            problems.append(f"accumulated.json: no digest for {rows} rows")
+    if not quick and 10_000 in digests:
+        from dyadic24.reference.fast import propose_fast
+
+        if accumulated.accumulate(propose_fast, 10_000) != digests[10_000]:
+            problems.append("accumulated.json: the fast reference gives another 10^4-row digest")
+    return problems
+
+
 def _check(quick: bool) -> int:
     problems: list[str] = []
     spec_hash = store.spec_sha256()
@@ -78,14 +101,17 @@ def _check(quick: bool) -> int:
         doc = store.load_file(path)
         problems += validate(doc, path.name)
         if doc.get("specSha256") != spec_hash:
-            problems.append(f"{path.name}: specSha256 {doc.get('specSha256')} != spec file {spec_hash} (regen)")
+            problems.append(
+                f"{path.name}: specSha256 {doc.get('specSha256')} != spec file {spec_hash} (regen)"
+            )
         total += int(doc.get("numberOfVectors", 0))
     acc = store.DATA_DIR / store.ACCUMULATED_NAME
     if not acc.is_file():
         problems.append("missing accumulated.json")
-    elif json.loads(acc.read_text()).get("specSha256") != spec_hash:
-        problems.append("accumulated.json: specSha256 differs from the spec file")
-    print(f"{len(files)} vector files, {total} vectors, spec {spec_hash[:16]}..., set {store.vector_set_sha256()}")
+    else:
+        problems += _check_accumulated(json.loads(acc.read_text()), quick)
+    print(f"{len(files)} vector files, {total} vectors, spec {spec_hash[:16]}...")
+    print(f"vector set {store.vector_set_sha256()}")
     if not quick:
         from dyadic24.vectors.generate import build, encode
 
@@ -98,7 +124,9 @@ def _check(quick: bool) -> int:
             if store.read_text(path) != text:
                 problems.append(f"{name}: regeneration differs from the file (run `dyadic24 vectors regen`)")
             elif path.read_bytes() != encode(name, text):
-                print(f"note: {name}: same JSON text, other gzip bytes (zlib version); the content is identical")
+                print(
+                    f"note: {name}: same JSON text, other gzip bytes (zlib version); the content is identical"
+                )
         print(f"regenerated {len(fresh)} files in {time.monotonic() - start:.1f} s")
     for p in problems:
         print("FAIL", p)
@@ -139,8 +167,9 @@ def _list() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="dyadic24 vectors", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="dyadic24 vectors", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_regen = sub.add_parser("regen", help="rewrite the vector files from the exact reference")
     p_regen.add_argument("files", nargs="*", help="only these files (default: all)")

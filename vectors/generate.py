@@ -57,14 +57,22 @@ def _modules() -> dict[str, Callable[[], list[Case]]]:
 
 FILE_HEADERS = {
     "golden_status.json": "Row status and its precedence (clauses 2.1-2.3), failed rows, bad temperatures.",
-    "golden_order.json": "Candidate order and set (clause 3), ties, signed zeros, -inf masks, small V, greedy rows.",
-    "golden_arithmetic.json": "Clause 5 arithmetic: subnormals, overflow of l - m, tau values, division, exp.",
-    "golden_exp_midpoints.json": "Every z of exp_near_midpoints.json reached exactly (tau = 1, m = 0, clause 5.3).",
+    "golden_order.json": (
+        "Candidate order and set (clause 3): ties, signed zeros, -inf masks, small V, greedy."
+    ),
+    "golden_arithmetic.json": (
+        "Clause 5 arithmetic: subnormals, overflow of l - m, tau values, division, exp."
+    ),
+    "golden_exp_midpoints.json": (
+        "Every z of exp_near_midpoints.json as the exact argument of exp (clause 5.3)."
+    ),
     "golden_tree.json": "The clause-6.2 summation tree against other summation orders.",
     "golden_allocation.json": "Floor-first allocation (clause 7): remainders, near-integer counts, support.",
-    "golden_draw.json": "Philox keying and the draw (clauses 9-10): 64-bit seeds, interval edges.",
-    "golden_widening.json": "Rows representable in binary16 / bfloat16 (clause 1.2; the widening is the caller's).",
-    "golden_batch.json": "Larger batches (clause 2.4) and one-proposal depth (clauses 10.1-10.2).",
+    "golden_draw.json": "Philox keying and the draw (clauses 9-10): 64-bit seeds, interval edges, depth.",
+    "golden_widening.json": (
+        "Rows representable in binary16 / bfloat16 (clause 1.2; widening is the caller's)."
+    ),
+    "golden_batch.json": "Larger batches mixing every status, with a repeated row (clause 2.4).",
     "golden_large_vocab.json.gz": "V = 163,840 rows (language-model vocabulary size).",
 }
 
@@ -94,10 +102,33 @@ PATH_CLAUSES = {
     "failed": ("2.1", "2.2", "2.3", "10.3"),
     "greedy": ("2.1", "2.2", "3.1", "3.2", "3.3", "4.1", "4.2", "8.1", "10.3"),
     "sampled": (
-        "0.3", "0.4", "2.1", "2.2", "3.1", "3.2", "3.3", "5.1", "5.2", "5.3", "5.4", "6.1", "6.2", "6.3",
-        "7.1", "7.2", "7.3", "7.4", "8.1", "9.1", "9.2", "9.3", "9.4", "9.5", "10.1",
+        "0.3",
+        "0.4",
+        "2.1",
+        "2.2",
+        "3.1",
+        "3.2",
+        "3.3",
+        "5.1",
+        "5.2",
+        "5.3",
+        "5.4",
+        "6.1",
+        "6.2",
+        "6.3",
+        "7.1",
+        "7.2",
+        "7.3",
+        "7.4",
+        "8.1",
+        "9.1",
+        "9.2",
+        "9.3",
+        "9.4",
+        "9.5",
+        "10.1",
     ),
-}  # fmt: skip
+}
 ALWAYS = ("0.2", "1.1", "1.3", "1.4", "12.1", "12.3")
 
 
@@ -123,9 +154,14 @@ def evaluate(case: Case) -> Evaluated:
     seed, rnd, pos = case.seeds()
     tau = np.array([case.tau_bits], dtype=np.uint32).view(np.float32)[0]
     out = propose_exact(
-        logits, temperature, np.array(seed, dtype=np.uint64), np.array(rnd, dtype=np.uint64),
-        np.array(pos, dtype=np.uint64), tau=tau, trace=True,
-    )  # fmt: skip
+        logits,
+        temperature,
+        np.array(seed, dtype=np.uint64),
+        np.array(rnd, dtype=np.uint64),
+        np.array(pos, dtype=np.uint64),
+        tau=tau,
+        trace=True,
+    )
     traces = list(out.trace or [])
     if len(traces) != len(case.rows):
         raise AssertionError(f"{case.comment!r}: the exact reference returned {len(traces)} traces")
@@ -159,7 +195,9 @@ def evaluate(case: Case) -> Evaluated:
     return Evaluated(case, (seed, rnd, pos), traces, expected, sorted(clauses, key=clause_key))
 
 
-def _check_isolation(case: Case, seed: list[int], rnd: list[int], pos: list[int], traces: list[RowTrace]) -> None:
+def _check_isolation(
+    case: Case, seed: list[int], rnd: list[int], pos: list[int], traces: list[RowTrace]
+) -> None:
     """Clause 2.4: equal rows of one call must give equal traces."""
     seen: dict[tuple[Any, ...], RowTrace] = {}
     for i, r in enumerate(case.rows):
@@ -194,7 +232,10 @@ def test_json(ev: Evaluated, tc_id: int) -> dict[str, Any]:
     if len(narrow) == 1 and None not in narrow:
         fmt = narrow.pop()
         assert fmt is not None
-        test["narrow"] = {"format": fmt, "logits": [f16_hex(r.logits, fmt) for r in case.rows]}
+        narrow_rows: list[Any] = [f16_hex(r.logits, fmt) for r in case.rows]
+        if case.vocab > PACK_ABOVE:
+            narrow_rows = ["".join(words) for words in narrow_rows]
+        test["narrow"] = {"format": fmt, "logits": narrow_rows}
     return test
 
 
@@ -222,7 +263,12 @@ def build_document(name: str, cases: Sequence[Case], spec_hash: str) -> dict[str
             flags_used |= set(c.flags)
             rows += len(c.rows)
         test_groups.append(
-            {"type": "ProposalTest", "tauBits": h8(tau_bits), "comment": _tau_comment(tau_bits), "tests": tests}
+            {
+                "type": "ProposalTest",
+                "tauBits": h8(tau_bits),
+                "comment": _tau_comment(tau_bits),
+                "tests": tests,
+            }
         )
     unknown = flags_used - set(NOTES)
     if unknown:

@@ -1,20 +1,20 @@
 """Searches for the inputs of the golden vectors that need many evaluations.
 
-Run once: ``python -m dyadic24.vectors.search > vectors/found.py``. The searches use numpy (binary32 and
-binary64 arithmetic is IEEE round-to-nearest-even there) and the fast reference's correctly rounded
-exp (``reference/fast_exp.exp32_np``) to FIND inputs; their results are committed in ``found.py`` so
-that ``dyadic24 vectors regen`` needs neither numpy's exp nor these searches, and the expected outputs
-are computed by the exact reference only. The generator re-checks every searched property on the exact
-reference's trace (``vectors/checks.py``). Every search is seeded (Philox words), so a rerun prints the
-same file on a machine whose numpy exp is correctly rounded to binary32 via exp32_np.
+Run once: ``python -m dyadic24.vectors.search > vectors/found.py && ruff format vectors/found.py``.
+
+The searches use numpy (binary32 and binary64 arithmetic is IEEE round-to-nearest-even there) and the
+fast reference's correctly rounded exp (``reference/fast_exp.exp32_np``) to FIND inputs; their results
+are committed in ``found.py`` so that ``dyadic24 vectors regen`` needs neither numpy's exp nor these
+searches, and the expected outputs are computed by the exact reference only. The generator re-checks
+every searched property on the exact reference's trace (``vectors/checks.py``). Every search is seeded
+(Philox words), so a rerun prints the same values.
 """
 
 from __future__ import annotations
 
-import math
+import pprint
 import sys
 from collections.abc import Callable
-from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
@@ -125,7 +125,9 @@ def compacted(slots: F64) -> F64:
 
 def tree_rows(pairs: list[tuple[int, int]], trials: int = 20000) -> dict[str, list[list[int]]]:
     """V = 32 logit rows (tau = 1, m = 0, so z = l) where another summation changes S and the tickets."""
-    found: dict[str, list[list[int]]] = {k: [] for k in ("sequential", "descending", "numpy", "binary32", "mask")}
+    found: dict[str, list[list[int]]] = {
+        k: [] for k in ("sequential", "descending", "numpy", "binary32", "mask")
+    }
     w = words("tree-search", trials * 40).reshape(trials, 40)
     perm = np.argsort(w[:, :32], axis=1, kind="stable")
     n_tiny = 1 + (w[:, 32] % 29).astype(np.int64)
@@ -158,7 +160,8 @@ def tree_rows(pairs: list[tuple[int, int]], trials: int = 20000) -> dict[str, li
 
 def random_rows(name: str, n: int, spread: float = 6.0) -> F32:
     u = unit(name, n * 32 * 2).reshape(n, 32, 2).sum(axis=2) - 1.0
-    return (spread * u).astype(np.float32)
+    out: F32 = (spread * u).astype(np.float32)
+    return out
 
 
 def near_integer_rows(n: int = 100000, want: int = 6) -> list[list[int]]:
@@ -183,7 +186,7 @@ def remainder_max_rows(count: int = 3) -> list[tuple[int, list[int]]]:
     zs = f32_from_bits(np.arange(0xBF000000, 0xBF000000 + 4000000, 3, dtype=np.uint64).astype(np.uint32))
     e = exp32_np(zs).astype(np.float64)
     # The tree of [1, e x 31]: level 1 = [1 + e, 2e x 15], then exact doublings except slot 0's path.
-    s = (((((1.0 + e) + 2 * e) + 4 * e) + 8 * e) + 16 * e)
+    s = ((((1.0 + e) + 2 * e) + 4 * e) + 8 * e) + 16 * e
     p_a = 1.0 / s
     p_x = e / s
     c_a = np.floor(p_a * TICKETS)
@@ -193,7 +196,6 @@ def remainder_max_rows(count: int = 3) -> list[tuple[int, list[int]]]:
     out = []
     for i in best:
         logits = [0] + [bits_of(zs[i : i + 1])[0]] * 31
-        _, _, _, _, _, t = pipeline32(f32_from_bits(np.array([logits], dtype=np.uint32)), np.float32(1.0))
         out.append((int(r[i]), logits))
         if len(out) >= count:
             break
@@ -219,8 +221,10 @@ def variant_rows(n: int = 40000, want: int = 4) -> dict[str, list[list[int]]]:
     log2e = np.float32(1.4426950408889634)
     with np.errstate(under="ignore"):
         z = (d32 / TAU07).astype(np.float32)
-        variants["exp_via_exp2"] = np.exp2((z * log2e).astype(np.float32).astype(np.float64)).astype(np.float32)
-    out: dict[str, list[list[int]]] = {k: [] for k in [*variants, "p_binary32", "largest_remainder"]}
+        variants["exp_via_exp2"] = np.exp2((z * log2e).astype(np.float32).astype(np.float64)).astype(
+            np.float32
+        )
+    out: dict[str, list[list[int]]] = {k: [] for k in [*variants, "p_binary32"]}
     for name, e_alt in variants.items():
         sl = e_alt.astype(np.float64)
         t_alt = allocate(sl, tree64(sl), a_slot)
@@ -273,7 +277,9 @@ def u_value_positions(seed: int, round: int, values: list[int], span: int = 1 <<
     return out
 
 
-def seed_edges(position: int, round: int, tickets: list[int], first: bool, want: int = 2, span: int = 1 << 22) -> list[int]:
+def seed_edges(
+    position: int, round: int, tickets: list[int], first: bool, want: int = 2, span: int = 1 << 22
+) -> list[int]:
     """Seeds whose u (at a fixed position and round) is the first (or last) ticket of an interval."""
     ends = np.cumsum(np.array(tickets, dtype=np.int64))
     targets = ends - np.array(tickets, dtype=np.int64) if first else ends - 1
@@ -284,7 +290,11 @@ def seed_edges(position: int, round: int, tickets: list[int], first: bool, want:
     return [int(v) for v in seeds[np.isin(u, targets)][:want]]
 
 
-def draw_searches() -> tuple[dict[str, tuple[int, int, list[int], list[int]]], dict[str, tuple[int, int, list[int], list[int]]], tuple[int, int, dict[int, int]]]:
+def draw_searches() -> tuple[
+    dict[str, tuple[int, int, list[int], list[int]]],
+    dict[str, tuple[int, int, list[int], list[int]]],
+    tuple[int, int, dict[int, int]],
+]:
     from dyadic24.reference.exact import exact_row
     from dyadic24.vectors.cases_draw import DRAW_ROWS, EDGE_ROUND, EDGE_SEED
 
@@ -297,18 +307,32 @@ def draw_searches() -> tuple[dict[str, tuple[int, int, list[int], list[int]]], d
         lasts = edge_positions(EDGE_SEED, EDGE_ROUND, tickets, False, want=2)
         by_pos[name] = (EDGE_SEED, EDGE_ROUND, firsts, lasts)
         if name == "small":
-            by_seed[name] = (12345, 0, seed_edges(12345, 0, tickets, True), seed_edges(12345, 0, tickets, False))
+            by_seed[name] = (
+                12345,
+                0,
+                seed_edges(12345, 0, tickets, True),
+                seed_edges(12345, 0, tickets, False),
+            )
     extremes = u_value_positions(EDGE_SEED, 0, [0, TICKETS - 1], span=1 << 27)
     return by_pos, by_seed, (EDGE_SEED, 0, extremes)
 
 
 def _fmt_rows(rows: list[list[int]]) -> str:
-    body = ",\n".join("    [" + ", ".join(f"0x{v:08X}" for v in r) + "]" for r in rows)
-    return "[\n" + body + ",\n]" if rows else "[]"
+    """Rows of hex words, eight to a line (ruff's line length)."""
+    if not rows:
+        return "[]"
+    out = ["["]
+    for r in rows:
+        out.append("    [")
+        for i in range(0, len(r), 8):
+            out.append("        " + " ".join(f"0x{v:08X}," for v in r[i : i + 8]))
+        out.append("    ],")
+    out.append("]")
+    return "\n".join(out)
 
 
 def main() -> int:
-    emit: Callable[[str], None] = lambda s: print(s)  # noqa: E731
+    emit: Callable[[str], None] = print
     pairs = pairs_to_one()
     tree = tree_rows(pairs)
     near = near_integer_rows()
@@ -321,33 +345,34 @@ def main() -> int:
     emit("")
     emit("from __future__ import annotations")
     emit("")
-    emit("# (z_b, z_c): RN32(exp z_b) + RN32(exp z_c) == 1, last bit of e_b even (S = 2 exactly with a* = 0).")
-    emit("PAIRS_TO_ONE = [" + ", ".join(f"(0x{a:08X}, 0x{b:08X})" for a, b in pairs) + "]")
+    emit("# (z_b, z_c): RN32(exp z_b) + RN32(exp z_c) == 1, e_b's last bit even (S = 2 exactly with a* = 0).")
+    emit("PAIRS_TO_ONE: list[tuple[int, int]] = [")
+    for a, b in pairs:
+        emit(f"    (0x{a:08X}, 0x{b:08X}),")
+    emit("]")
     for name, rows in tree.items():
         emit(f"\n# V = 32, tau = 1: the {name} alternative to the clause-6.2 tree changes S and the tickets.")
-        emit(f"TREE_{name.upper()} = {_fmt_rows(rows)}")
+        emit(f"TREE_{name.upper()}: list[list[int]] = {_fmt_rows(rows)}")
     emit("\n# V = 32, default tau: some p * 2^24 within 2^-20 of an integer (not on it), not a*.")
-    emit(f"NEAR_INTEGER = {_fmt_rows(near)}")
+    emit(f"NEAR_INTEGER: list[list[int]] = {_fmt_rows(near)}")
     emit("\n# V = 32, tau = 1: [0, x * 31] rows with the largest remainder R found, as (R, row).")
-    emit("REMAINDER_MAX = [")
+    emit("REMAINDER_MAX: list[tuple[int, list[int]]] = [")
     for r, row in rmax:
         emit(f"    ({r}, [0x{row[0]:08X}] + [0x{row[1]:08X}] * 31),")
     emit("]")
     for name, rows in var.items():
-        if name == "largest_remainder":
-            continue
         emit(f"\n# V = 32, default tau: the {name} variant changes the tickets.")
-        emit(f"VARIANT_{name.upper()} = {_fmt_rows(rows)}")
+        emit(f"VARIANT_{name.upper()}: list[list[int]] = {_fmt_rows(rows)}")
     by_pos, by_seed, extremes = draw_searches()
+    edges_type = "dict[str, tuple[int, int, list[int], list[int]]]"
     emit("\n# cases_draw rows: (seed, round, positions putting u on a first ticket, ... on a last ticket).")
-    emit(f"DRAW_EDGES = {by_pos!r}")
+    emit(f"DRAW_EDGES: {edges_type} = {pprint.pformat(by_pos, width=100)}")
     emit("# (position, round, seeds putting u on a first ticket, ... on a last ticket).")
-    emit(f"DRAW_EDGES_BY_SEED = {by_seed!r}")
+    emit(f"DRAW_EDGES_BY_SEED: {edges_type} = {pprint.pformat(by_seed, width=100)}")
     emit("# (seed, round, {u: position drawing it}).")
-    emit(f"U_EXTREMES = {extremes!r}")
+    emit(f"U_EXTREMES: tuple[int, int, dict[int, int]] = {pprint.pformat(extremes, width=100)}")
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
-

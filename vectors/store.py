@@ -43,6 +43,9 @@ class GoldenVector:
     tau_bits: int
     expected: Proposal  # no trace
     expected_trace: list[dict[str, Any]]  # RowTrace.as_json() per row (clause 12.3)
+    # Optional 16-bit form of the logits (clause 1.2): "binary16" / "bfloat16" and uint16 [B, V] bits.
+    narrow_format: str | None = None
+    narrow_logits: npt.NDArray[np.uint16] | None = None
 
     @property
     def batch(self) -> int:
@@ -126,6 +129,15 @@ def _logit_rows(test: dict[str, Any]) -> npt.NDArray[np.float32]:
     return out.view(np.float32)
 
 
+def _narrow(test: dict[str, Any]) -> tuple[str | None, npt.NDArray[np.uint16] | None]:
+    narrow = test.get("narrow")
+    if narrow is None:
+        return None, None
+    rows = ["".join(r) if isinstance(r, list) else r for r in narrow["logits"]]
+    bits = np.stack([np.frombuffer(bytes.fromhex(r), dtype=">u2").astype(np.uint16) for r in rows])
+    return str(narrow["format"]), bits
+
+
 def _u64(values: Sequence[str]) -> npt.NDArray[np.uint64]:
     return np.array([int(v) for v in values], dtype=np.uint64)
 
@@ -142,6 +154,7 @@ def vectors_of(name: str, data: dict[str, Any]) -> Iterator[GoldenVector]:
     for group in data["testGroups"]:
         tau_bits = int(group["tauBits"], 16)
         for test in group["tests"]:
+            narrow_format, narrow_logits = _narrow(test)
             yield GoldenVector(
                 file=name,
                 tc_id=int(test["tcId"]),
@@ -156,6 +169,8 @@ def vectors_of(name: str, data: dict[str, Any]) -> Iterator[GoldenVector]:
                 tau_bits=tau_bits,
                 expected=_expected(test["expected"]),
                 expected_trace=list(test["trace"]),
+                narrow_format=narrow_format,
+                narrow_logits=narrow_logits,
             )
 
 
