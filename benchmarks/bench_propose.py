@@ -59,10 +59,7 @@ class Case:
         self.n_sets = max(2, min(64, math.ceil(2 * l2_bytes / set_bytes)))
         gen = torch.Generator(device="cuda").manual_seed(batch * 1_000_003 + vocab)
         self.sets = [
-            [
-                (torch.randn(batch, vocab, device="cuda", generator=gen) * 4).to(dtype)
-                for _ in range(DEPTH)
-            ]
+            [(torch.randn(batch, vocab, device="cuda", generator=gen) * 4).to(dtype) for _ in range(DEPTH)]
             for _ in range(self.n_sets)
         ]
         self.copy_dst = torch.empty(batch, vocab, dtype=dtype, device="cuda")

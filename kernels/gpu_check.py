@@ -11,6 +11,7 @@ Sections (each recorded in DIR/gpu_check.json and DIR/gpu_check.md; exit status 
   graph         1,000 CUDA-graph replays with identical bits, plus replays on fresh inputs
                 (CUDA only)
   custom_op     torch.ops.dyadic24.propose eagerly and under torch.compile (backend aot_eager)
+  perf          median latency per call for a few shapes, both top-k variants (information only)
   exp_sweep     the kernel's exp on every binary32 z in [-104, 0] (dyadic24.kernels.exp_sweep)
 Also runs under TRITON_INTERPRET=1 on the CPU with small sizes (used by the tests).
 """
@@ -301,7 +302,8 @@ def check_graph(device: torch.device, table_z: list[int], replays: int) -> dict[
             differing += 1
     fresh_bad = 0
     for _ in range(10):
-        new = Inputs(fuzz.make_call(rng, batch, vocab, "float32", table_z), device)
+        # tau is a kernel argument captured in the graph: the fresh calls keep it
+        new = Inputs(replace(fuzz.make_call(rng, batch, vocab, "float32", table_z), tau=tau), device)
         fresh = [new.logits, new.temperature, new.seed, new.round, new.position]
         for dst, src in zip(static, fresh, strict=True):
             dst.copy_(src)
@@ -317,6 +319,34 @@ def check_graph(device: torch.device, table_z: list[int], replays: int) -> dict[
         "replays_with_different_bits": differing,
         "fresh_input_replays_wrong": fresh_bad,
     }
+
+
+def check_perf(device: torch.device) -> dict[str, Any]:
+    """Median latency of one call with preallocated outputs and workspace (information, not a test)."""
+    if device.type != "cuda":
+        return {"passed": True, "skipped": "timing needs a CUDA device"}
+    rng = np.random.default_rng(17)
+    timings: dict[str, float] = {}
+    for batch, vocab, dtype in [(1, 32000, "float32"), (64, 131072, "float32"), (64, 131072, "bfloat16"),
+                                (256, 262144, "float32")]:  # fmt: skip
+        inp = Inputs(fuzz.make_call(rng, batch, vocab, dtype, [], families=("normal",)), device)
+        outs = make_outputs(batch, device)
+        ws = make_workspace(batch, vocab, device)
+        args = (inp.logits, inp.temperature, inp.seed, inp.round, inp.position)
+        for tl_topk in (False, True):
+            propose(*args, tau=inp.call.tau, out=outs, workspace=ws, use_tl_topk=tl_topk)
+            samples = []
+            for _ in range(20):
+                start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+                stop = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+                start.record()
+                propose(*args, tau=inp.call.tau, out=outs, workspace=ws, use_tl_topk=tl_topk)
+                stop.record()
+                stop.synchronize()
+                samples.append(start.elapsed_time(stop))
+            name = f"B{batch}xV{vocab}/{dtype}{'/tl.topk' if tl_topk else ''}"
+            timings[name] = round(float(np.median(samples)), 4)
+    return {"passed": True, "median_ms": timings}
 
 
 def check_custom_op(device: torch.device) -> dict[str, Any]:
@@ -413,6 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fuzz": lambda: check_fuzz(device, table_z, args.rows, args.seed, args.max_vocab, args.max_batch),
         "graph": lambda: check_graph(device, table_z, args.replays),
         "custom_op": lambda: check_custom_op(device),
+        "perf": lambda: check_perf(device),
         "exp_sweep": lambda: check_exp_sweep(device, args.sweep_start, args.sweep_stop),
     }
     wanted = [s for s in args.only.split(",") if s] or list(sections)

@@ -159,6 +159,7 @@ def merge_kernel(
     SRC: tl.constexpr,
     USE_TL_TOPK: tl.constexpr,
 ):
+    """One program per row: C, status, greedy or sampled path, outputs, optional trace (clauses 2-9)."""
     row = tl.program_id(0).to(tl.int64)
     lane = tl.arange(0, 32)
     lane64 = lane.to(tl.int64)

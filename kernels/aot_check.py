@@ -1,0 +1,172 @@
+"""Ahead-of-time compilation of every kernel variant for an NVIDIA target, without a GPU.
+
+    TRITON_INTERPRET=0 python -m dyadic24.kernels.aot_check [--arch 90] [--all] [--json FILE]
+
+Triton's front end, its NVIDIA passes and ptxas all run on the CPU, so this catches compile errors that
+the interpreter cannot see, and it audits the floating-point instructions of the generated PTX:
+the tile kernel has none; the merge kernel uses only the kinds listed in MERGE_ALLOWED, and its
+plain variant exactly one binary64 subtraction (clause 5.1), two IEEE binary64 divisions (clauses
+5.2, 7.1), at least 31 binary64 additions (the clause-6.2 tree) and libdevice exp's 14 fma + 1 mul (so
+no product of the rule was contracted into an fma); no approximate instruction (div.full / div.approx /
+rcp.approx / ex2.approx) anywhere. The binary32 instructions that remain come from libdevice's
+binary64 exp, which tests the high word of its argument as a float (harmless for |z| >= 2^-149;
+the exhaustive sweep covers it).
+Must run in a process where the kernel modules are not yet imported in interpreter mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+# libdevice's binary64 exp contributes fma/add/mul/selp/setp.f64 and a float test of the argument's
+# high word (abs.ftz.f32, setp.*.f32); the rule itself contributes sub.f64, div.rn.f64, add.f64 and the
+# exact integer-to-binary64 conversions of ieee_jit.widen32to64.
+MERGE_ALLOWED = {
+    "sub.f64", "div.rn.f64", "add.f64", "add.rn.f64", "fma.rn.f64", "mul.f64", "selp.f64",
+    "setp.lt.f64", "cvt.rn.f64.u64", "cvt.rn.f64.s64", "cvt.rn.f64.u32", "cvt.rn.f64.s32",
+    "abs.ftz.f32", "setp.lt.f32", "setp.geu.f32",
+}  # fmt: skip
+MERGE_EXACT = {"sub.f64": 1, "div.rn.f64": 2, "fma.rn.f64": 14, "mul.f64": 1}  # 14 fma + 1 mul: the exp
+APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "lg2.approx", "tanh.approx")
+
+
+def _float_ops(ptx: str) -> Counter[str]:
+    ops: Counter[str] = Counter()
+    for m in re.finditer(r"^\s*([a-z][a-z0-9]*(?:\.[a-z0-9]+)*)\s", ptx, re.MULTILINE):
+        op = m.group(1)
+        if re.search(r"\.(f16|bf16|f32|f64)\b", op) and not op.startswith(("ld.", "st.", "mov.")):
+            ops[op] += 1
+    return ops
+
+
+def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str, Any]]]:
+    from dyadic24.kernels import propose_jit
+
+    del propose_jit
+    out: list[tuple[str, str, dict[str, str], dict[str, Any]]] = []
+    topks = (False, True) if everything else (False,)
+    for src, ptr in ((0, "*i32"), (1, "*i16"), (2, "*i16")):
+        for topk in topks:
+            sig = {"logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "V": "i32", "n_tiles": "i32"}
+            name = f"tile/src{src}{'/tl.topk' if topk else ''}"
+            out.append(("tile_kernel", name, sig, {"TILE": 4096, "SRC": src, "USE_TL_TOPK": topk}))
+    for src, ptr in ((0, "*i32"), (1, "*i16"), (2, "*i16")) if everything else ((0, "*i32"),):
+        for trace in (False, True):
+            for topk in topks:
+                sig = {
+                    "logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "temp_ptr": "*i32",
+                    "seed_ptr": "*i64", "round_ptr": "*i64", "pos_ptr": "*i64", "tab_z_ptr": "*i64",
+                    "tab_e_ptr": "*i64", "status_ptr": "*i32", "token_ptr": "*i32", "ids_ptr": "*i32",
+                    "tickets_ptr": "*i32", "trace_ptr": "*i64" if trace else "*i32",
+                    "V": "i32", "n_tiles": "i32", "tau_bits": "i32", "tab_n": "i32",
+                }  # fmt: skip
+                consts = {
+                    "CHUNK": 1024,
+                    "FCHUNK": 64,
+                    "TAB_ITERS": 6,
+                    "TRACE": trace,
+                    "SRC": src,
+                    "USE_TL_TOPK": topk,
+                }
+                name = f"merge/src{src}{'/trace' if trace else ''}{'/tl.topk' if topk else ''}"
+                out.append(("merge_kernel", name, sig, consts))
+    sweep_sig = {
+        "start": "u32", "count": "i32", "tab_z_ptr": "*i64", "tab_e_ptr": "*i64", "tab_n": "i32",
+        "r_ptr": "*i32", "code_ptr": "*i8",
+    }  # fmt: skip
+    out.append(("sweep_kernel", "exp_sweep", sweep_sig, {"TAB_ITERS": 6, "BLOCK": 1024}))
+    return out
+
+
+def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
+    """Compile the variants for sm_<arch>; returns per-variant results and the audit verdict."""
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        raise RuntimeError("aot_check needs TRITON_INTERPRET unset or 0")
+    os.environ["TRITON_INTERPRET"] = "0"  # keep dyadic24.kernels.backend from choosing the interpreter
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from dyadic24.kernels import exp_sweep_jit, propose_jit
+
+    kernels = {
+        "tile_kernel": propose_jit.tile_kernel,
+        "merge_kernel": propose_jit.merge_kernel,
+        "sweep_kernel": exp_sweep_jit.sweep_kernel,
+    }
+    target = GPUTarget("cuda", arch, 32)
+    results: dict[str, Any] = {}
+    problems: list[str] = []
+    for kernel, name, sig, consts in _variants(everything):
+        began = time.perf_counter()
+        full_sig = {**sig, **{k: "constexpr" for k in consts}}
+        try:
+            compiled = triton.compile(
+                ASTSource(fn=kernels[kernel], signature=full_sig, constexprs=consts), target=target
+            )
+        except Exception as exc:  # report every failing variant
+            results[name] = {"compiled": False, "error": repr(exc)[:4000]}
+            problems.append(f"{name}: does not compile")
+            continue
+        ptx = compiled.asm["ptx"]
+        ops = _float_ops(ptx)
+        approx = sorted(op for op in ops if op.startswith(APPROX))
+        results[name] = {
+            "compiled": True,
+            "seconds": round(time.perf_counter() - began, 2),
+            "float_ops": dict(ops),
+        }
+        if approx:
+            problems.append(f"{name}: approximate instructions {approx}")
+        if kernel == "tile_kernel" and ops:
+            problems.append(f"{name}: floating-point instructions in the tile kernel {dict(ops)}")
+        if kernel == "merge_kernel":
+            unexpected = sorted(set(ops) - MERGE_ALLOWED)
+            if unexpected:
+                problems.append(f"{name}: unexpected float instructions {unexpected}")
+            if "tl.topk" not in name:
+                # the plain variant holds each lane once: exact counts (layout changes elsewhere replicate
+                # the same IEEE operations on copies, which changes counts but not results)
+                for op, n in MERGE_EXACT.items():
+                    if ops.get(op, 0) != n:
+                        problems.append(f"{name}: {ops.get(op, 0)} x {op}, expected {n}")
+                if ops.get("add.f64", 0) < 31:
+                    problems.append(f"{name}: {ops.get('add.f64', 0)} x add.f64, expected >= 31 (the tree)")
+    return {
+        "arch": arch,
+        "triton": triton.__version__,
+        "variants": results,
+        "problems": problems,
+        "passed": not problems,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--arch", type=int, default=90)
+    parser.add_argument("--all", action="store_true", help="every dtype x trace x top-k variant")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    report = check(args.arch, args.all)
+    text = json.dumps(report, indent=1)
+    if args.json:
+        with open(args.json, "w") as fh:
+            fh.write(text + "\n")
+    print(text if not report["passed"] else json.dumps({k: report[k] for k in ("arch", "triton", "passed")}))
+    for problem in report["problems"]:
+        print("PROBLEM:", problem, file=sys.stderr)
+    return 0 if report["passed"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
