@@ -188,8 +188,59 @@ def merge_kernel(
         cstart += CHUNK
     valid = best != KEY_PAD  # exactly the first K = min(32, V) lanes
     ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
-    # The key canonicalised -0; the arithmetic needs the original bits, so reload them.
+    # The key canonicalised -0; the trace's d needs the original bits, so reload them.
     lb = load_bits32(logits_ptr + row * V, tl.where(valid, ids, 0), valid, SRC)
+    finish_row(
+        row, best, lb, any_nan, any_pinf, any_live, temp_ptr, seed_ptr, round_ptr, pos_ptr,
+        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
+        TAB_ITERS, TRACE,
+    )  # fmt: skip
+
+
+@triton.jit
+def key_bits32(key):
+    """The binary32 pattern of a clause-3.1 key (inverse of order_key; -0 comes back as +0).
+
+    For callers that hold keys but not the logits (the vocabulary-sharded merge): a -0 that became
+    +0 changes no output bit (d = l - m and hence e are equal for l = -0 and l = +0), only the sign of
+    a zero d in the trace.
+    """
+    sk = key >> 32
+    s = tl.where(sk < 0, sk ^ 0x7FFFFFFF, sk)
+    return tl.where(s < 0, s + (1 << 32), s)
+
+
+@triton.jit
+def finish_row(
+    row,
+    best,
+    lb,
+    any_nan,
+    any_pinf,
+    any_live,
+    temp_ptr,
+    seed_ptr,
+    round_ptr,
+    pos_ptr,
+    tab_z_ptr,
+    tab_e_ptr,
+    status_ptr,
+    token_ptr,
+    ids_ptr,
+    tickets_ptr,
+    trace_ptr,
+    tau_bits,
+    tab_n,
+    TAB_ITERS: tl.constexpr,
+    TRACE: tl.constexpr,
+):
+    """Everything after C is known (clauses 2.1, 3.3-9, 12.1): ``best`` holds the row's top 32 keys in
+    clause-3.1 order (KEY_PAD past K), ``lb`` the candidates' binary32 patterns, the flags the OR over
+    the row's tiles (or shards). Writes the row's outputs and, when TRACE, its trace."""
+    lane = tl.arange(0, 32)
+    lane64 = lane.to(tl.int64)
+    valid = best != KEY_PAD
+    ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
     n_valid = tl.sum(valid.to(tl.int64))
     astar = _lane_value(ids, lane, 0)  # clause 3.3
     mb = _lane_value(lb, lane, 0)
