@@ -98,7 +98,7 @@ def pick(support_ids: Sequence[int], support_tickets: Sequence[int], u: int) -> 
     raise AssertionError(f"ticket index {u} beyond the {start} tickets of the support (clause 7.4)")
 
 
-def exact_row(  # noqa: PLR0917 (the contract's positional signature)
+def exact_row(
     logit_bits: Sequence[int], t_bits: int, seed: int, round: int, position: int, tau_bits: int
 ) -> RowTrace:
     """One row of dyadic24-floor-first-v1 from bit patterns, with every intermediate (clause 12.3).

@@ -297,7 +297,7 @@ def _bits64(a: Any) -> list[int]:
     return [int(v) for v in np.asarray(a, dtype=np.float64).view(np.uint64).tolist()]
 
 
-def propose_with(  # noqa: PLR0917 (the call protocol of clause 12.2 is positional)
+def propose_with(
     stages: Stages,
     logits: Any,
     temperature: Any,

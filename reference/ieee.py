@@ -141,7 +141,7 @@ def significand_exponent64(bits: int) -> tuple[int, int, int]:
 # ---------------------------------------------------------------- rounding (clause 0.3)
 
 
-def _round_magnitude(n: int, d: int, s: int, p: int, qmin: int, inf: int) -> int:  # noqa: PLR0917
+def _round_magnitude(n: int, d: int, s: int, p: int, qmin: int, inf: int) -> int:
     """Bits (without sign) of RN(n / d * 2^s) for integers n > 0, d > 0, in the format (p, qmin, inf).
 
     Integer arithmetic only: the binade comes from bit lengths, the significand from one divmod.

@@ -68,7 +68,7 @@ def _u32(a: npt.ArrayLike) -> U32Array:
     return np.asarray(a).astype(np.uint32, copy=False)
 
 
-def philox4x32_10_np(  # noqa: PLR0917 (the contract's signature: four counter words, two key words)
+def philox4x32_10_np(
     c0: npt.ArrayLike,
     c1: npt.ArrayLike,
     c2: npt.ArrayLike,

@@ -64,7 +64,7 @@ def same_result(got: int, want: int, is_nan: Callable[[int], bool]) -> bool:
     return got == want or (is_nan(got) and is_nan(want))
 
 
-def check_binary(  # noqa: PLR0917
+def check_binary(
     name: str,
     exact: Callable[[int, int], int],
     a: npt.NDArray[np.uint64],

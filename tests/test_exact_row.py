@@ -83,9 +83,7 @@ u64 = st.integers(0, U64)
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(row=ok_rows, t=positive_t, tau=taus, seed=u64, rnd=u64, pos=u64)
-def test_sampled_row_invariants(  # noqa: PLR0917 (hypothesis arguments)
-    row: list[int], t: int, tau: int, seed: int, rnd: int, pos: int
-) -> None:
+def test_sampled_row_invariants(row: list[int], t: int, tau: int, seed: int, rnd: int, pos: int) -> None:
     """Clauses 3-9 on random sampled rows, checked against numpy IEEE arithmetic and clause 7.4."""
     tr = exact_row(row, t, seed, rnd, pos, tau)
     assert tr.status == Status.OK and tr.path == "sampled"
