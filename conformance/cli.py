@@ -66,6 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-vectors", action="store_true", help="skip the golden vectors")
     p.add_argument("--no-fuzz", action="store_true", help="skip hypothesis fuzzing")
+    p.add_argument(
+        "--accumulated",
+        type=int,
+        default=None,
+        metavar="ROWS",
+        help="rows of the accumulated check of clause 13.2 (one of 1, 10, 100, 1000, 10000, 100000,"
+        " 1000000; default 10000, 1000000 with --deep, 1000 for the Triton interpreter; 0 skips it)",
+    )
     p.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
     p.add_argument(
         "--examples", type=int, help="fuzz examples (calls of several rows); default 200, 5000 with --deep"
@@ -189,6 +197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 entry.vectors = runner.run_vectors(
                     impl, vectors, trace=trace, progress=progress, every=args.progress
                 )
+            acc_rows = args.accumulated
+            if acc_rows is None:
+                # The Triton interpreter runs about ten rows a second: it checks a prefix.
+                acc_rows = 1000 if "INTERPRET" in mode else (1_000_000 if args.deep else 10_000)
+            if acc_rows:
+                if progress:
+                    progress(f"[{impl.name}] accumulated check: {acc_rows} rows")
+                entry.accumulated = runner.run_accumulated(impl, acc_rows)
             if not args.no_fuzz:
                 oracle_name = args.oracle
                 if isinstance(impl, PythonImplementation) and impl.func is oracle(oracle_name).func:

@@ -79,6 +79,25 @@ class FuzzResult:
 
 
 @dataclass
+class AccumulatedResult:
+    """The accumulated check of clause 13.2: the digest of the first ``rows`` stream rows."""
+
+    rows: int
+    expected: str
+    got: str | None  # None when a call failed
+    seconds: float
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.got == self.expected
+
+    def as_json(self) -> dict[str, Any]:
+        return {"rows": self.rows, "expected": self.expected, "got": self.got, "ok": self.ok,
+                "seconds": round(self.seconds, 3), "error": self.error}  # fmt: skip
+
+
+@dataclass
 class ImplementationReport:
     name: str
     mode: str
@@ -87,6 +106,7 @@ class ImplementationReport:
     vectors: list[VectorResult] = field(default_factory=list)
     fuzz: FuzzResult | None = None
     vector_subset: bool = False
+    accumulated: AccumulatedResult | None = None
 
     @property
     def conformant(self) -> bool:
@@ -94,6 +114,7 @@ class ImplementationReport:
             self.skipped is None
             and all(v.passed for v in self.vectors)
             and (self.fuzz is None or self.fuzz.ok)
+            and (self.accumulated is None or self.accumulated.ok)
         )
 
     def divergences(self) -> list[Divergence]:
@@ -111,6 +132,7 @@ class ImplementationReport:
             "clauses": clause_table(self.vectors), "flags": flag_table(self.vectors),
             "vectors": [v.as_json() for v in self.vectors],
             "fuzz": self.fuzz.as_json() if self.fuzz else None,
+            "accumulated": self.accumulated.as_json() if self.accumulated else None,
         }  # fmt: skip
 
 
@@ -189,6 +211,9 @@ def implementation_line(impl: ImplementationReport) -> str:
     text = f"[{impl.name}] {verdict} vectors {sum(v.passed for v in impl.vectors)}/{len(impl.vectors)}"
     if impl.vector_subset:
         text += " (subset)"
+    if impl.accumulated is not None:
+        acc = impl.accumulated
+        text += f" accumulated {acc.rows} {'ok' if acc.ok else 'MISMATCH'}"
     if impl.fuzz is not None:
         text += f" fuzz {impl.fuzz.passed}/{impl.fuzz.examples} rows {impl.fuzz.rows}"
     return text
@@ -203,6 +228,9 @@ def summary_line(report: RunReport) -> str:
     verdict = "CONFORMANT" if report.conformant else "NON-CONFORMANT"
     subset = any(i.vector_subset for i in report.implementations)
     text = f"{report.citation()} {verdict} vectors {v_pass}/{v_run}{' (subset)' if subset else ''}"
+    accs = [i.accumulated for i in report.implementations if i.skipped is None and i.accumulated]
+    if accs:
+        text += f" accumulated {sum(a.ok for a in accs)}/{len(accs)}"
     return text + f" fuzz {f_pass}/{f_run} rows {rows}"
 
 
@@ -251,6 +279,13 @@ def render_text(
                         if flag_notes and flag in flag_notes and flag not in explained:
                             explained.add(flag)
                             lines.append(f"      [{flag}] {flag_notes[flag]}")
+        if impl.accumulated is not None:
+            acc = impl.accumulated
+            verdict = "ok" if acc.ok else f"MISMATCH: got {acc.got or acc.error}"
+            lines.append(
+                f"  accumulated check (clause 13.2): {acc.rows} rows in {acc.seconds:.1f} s,"
+                f" sha256 {acc.expected[:16]}... {verdict}"
+            )
         if impl.fuzz is not None:
             f = impl.fuzz
             lines.append(

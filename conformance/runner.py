@@ -20,7 +20,7 @@ from dyadic24.api import CallInputs, Proposal
 from dyadic24.conformance import jsonl
 from dyadic24.conformance.compare import Divergence, RowOutput, compare_row
 from dyadic24.conformance.impls import CallResult, Implementation
-from dyadic24.conformance.report import FuzzResult, VectorResult
+from dyadic24.conformance.report import AccumulatedResult, FuzzResult, VectorResult
 from dyadic24.conformance.strategies import CI, Profile, batches
 
 Progress = Callable[[str], None]
@@ -225,3 +225,29 @@ def run_fuzz(
     if not failed:
         result.seconds = time.perf_counter() - start
     return result
+
+
+def run_accumulated(impl: Implementation, rows: int) -> AccumulatedResult:
+    """Clause 13.2: hash the outputs of the first ``rows`` rows of the accumulated stream and compare
+    with the digest the exact reference produced (vectors/data/accumulated.json)."""
+    from dyadic24.api import validate_call
+    from dyadic24.vectors import accumulated
+
+    digests = accumulated.expected()
+    if rows not in digests:
+        raise ValueError(f"--accumulated: no expected digest for {rows} rows; known: {sorted(digests)}")
+    expected = digests[rows]
+    began = time.perf_counter()
+
+    def call(logits: Any, temperature: Any, seed: Any, rnd: Any, position: Any, *, tau: Any) -> Proposal:
+        result = impl.call(validate_call(logits, temperature, seed, rnd, position, tau), False)
+        if result.proposal is None:
+            raise RuntimeError(result.error or "no outputs")
+        return result.proposal
+
+    try:
+        got: str | None = accumulated.accumulate(call, rows)
+        error = None
+    except RuntimeError as exc:
+        got, error = None, str(exc)
+    return AccumulatedResult(rows, expected, got, time.perf_counter() - began, error)
