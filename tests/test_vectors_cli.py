@@ -28,3 +28,8 @@ def test_gzip_encoding_is_deterministic() -> None:
 def test_list_and_hash_commands(capsys: object) -> None:
     assert cli.main(["list"]) == 0
     assert cli.main(["hash"]) == 0
+
+
+def test_full_check_regenerates_every_file_byte_for_byte() -> None:
+    """What CI promises: `dyadic24 vectors check` (schema, hashes, counts, full regeneration)."""
+    assert cli.main(["check"]) == 0
