@@ -4,8 +4,9 @@
 
 Triton's front end, its NVIDIA passes and ptxas all run on the CPU, so this catches compile errors that
 the interpreter cannot see, and it audits the floating-point instructions of the generated PTX:
-the tile kernel has none; the merge kernel uses only the kinds listed in MERGE_ALLOWED, and its
-plain variant exactly one binary64 subtraction (clause 5.1), two IEEE binary64 divisions (clauses
+the selection kernels (tile_kernel, merge_kernel with SPLIT) have none; the finishing kernels
+(merge_kernel, finish_kernel, tile_kernel with FUSED) use only the kinds listed in MERGE_ALLOWED, and their
+plain variants exactly one binary64 subtraction (clause 5.1), two IEEE binary64 divisions (clauses
 5.2, 7.1), at least 31 binary64 additions (the clause-6.2 tree) and libdevice exp's 14 fma + 1 mul (so
 no product of the rule was contracted into an fma); no approximate instruction (div.full / div.approx /
 rcp.approx / ex2.approx) anywhere. The binary32 instructions that remain come from libdevice's
@@ -48,36 +49,63 @@ def _float_ops(ptx: str) -> Counter[str]:
 
 
 def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str, Any]]]:
-    from dyadic24.kernels import propose_jit
+    from dyadic24.kernels import propose as kp
 
-    del propose_jit
     out: list[tuple[str, str, dict[str, str], dict[str, Any]]] = []
-    topks = (False, True) if everything else (False,)
-    for src, ptr in ((0, "*i32"), (1, "*i16"), (2, "*i16")):
-        for topk in topks:
-            sig = {"logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "V": "i32", "n_tiles": "i32"}
-            name = f"tile/src{src}{'/tl.topk' if topk else ''}"
-            out.append(("tile_kernel", name, sig, {"TILE": 4096, "SRC": src, "USE_TL_TOPK": topk}))
-    for src, ptr in ((0, "*i32"), (1, "*i16"), (2, "*i16")) if everything else ((0, "*i32"),):
+    srcs = ((0, "*i32"), (1, "*i16"), (2, "*i16"))
+    common = {
+        "temp_ptr": "*i32", "seed_ptr": "*i64", "round_ptr": "*i64", "pos_ptr": "*i64",
+        "tab_z_ptr": "*i64", "tab_e_ptr": "*i64", "status_ptr": "*i32", "token_ptr": "*i32",
+        "ids_ptr": "*i32", "tickets_ptr": "*i32",
+    }  # fmt: skip
+    sizes = {"POOL": kp.POOL, "MCAP": kp.MCAP, "CHUNK": kp.CHUNK, "FCHUNK": kp.FLAG_CHUNK, "TAB_ITERS": 6}
+    # (threshold, tl.topk) methods: the default, and the extraction paths
+    methods = ((True, False), (False, False), (False, True)) if everything else ((True, False),)
+    for src, ptr in srcs:
+        for fused in (True, False):
+            for trace in (False, True) if (fused and (everything or src == 0)) else (False,):
+                for threshold, topk in methods:
+                    sig = {
+                        "logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",
+                        "mscratch_ptr": "*i64", "counter_ptr": "*i32", **common,
+                        "trace_ptr": "*i64" if trace else "*i32",
+                        "V": "i32", "n_tiles": "i32", "tau_bits": "i32", "tab_n": "i32",
+                    }  # fmt: skip
+                    consts = {
+                        "TILE": kp.TILE, "GROUPS": kp.GROUPS, "CAP": kp.CAP, **sizes, "TRACE": trace,
+                        "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold, "FUSED": fused,
+                        "GREEDY_FAST": kp.GREEDY_FAST, "EARLY_DRAW": kp.EARLY_DRAW,
+                    }  # fmt: skip
+                    name = (
+                        f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
+                        f"{'' if threshold else '/extract'}{'/tl.topk' if topk else ''}"
+                    )
+                    out.append(("tile_kernel", name, sig, consts))
+    for src, ptr in srcs if everything else srcs[:1]:
         for trace in (False, True):
-            for topk in topks:
+            for threshold, topk in methods:
                 sig = {
-                    "logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "temp_ptr": "*i32",
-                    "seed_ptr": "*i64", "round_ptr": "*i64", "pos_ptr": "*i64", "tab_z_ptr": "*i64",
-                    "tab_e_ptr": "*i64", "status_ptr": "*i32", "token_ptr": "*i32", "ids_ptr": "*i32",
-                    "tickets_ptr": "*i32", "trace_ptr": "*i64" if trace else "*i32",
+                    "logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "mscratch_ptr": "*i64",
+                    "best_ptr": "*i64", **common, "trace_ptr": "*i64" if trace else "*i32",
                     "V": "i32", "n_tiles": "i32", "tau_bits": "i32", "tab_n": "i32",
                 }  # fmt: skip
-                consts = {
-                    "CHUNK": 1024,
-                    "FCHUNK": 64,
-                    "TAB_ITERS": 6,
-                    "TRACE": trace,
-                    "SRC": src,
-                    "USE_TL_TOPK": topk,
-                }
-                name = f"merge/src{src}{'/trace' if trace else ''}{'/tl.topk' if topk else ''}"
-                out.append(("merge_kernel", name, sig, consts))
+                for split in (False, True) if threshold else (False,):
+                    consts = {
+                        **sizes, "TRACE": trace, "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold,
+                        "GREEDY_FAST": kp.GREEDY_FAST, "EARLY_DRAW": kp.EARLY_DRAW, "SPLIT": split,
+                    }  # fmt: skip
+                    name = (
+                        f"merge/src{src}{'/trace' if trace else ''}{'/split' if split else ''}"
+                        f"{'' if threshold else '/extract'}{'/tl.topk' if topk else ''}"
+                    )
+                    out.append(("merge_kernel", name, sig, consts))
+        for trace in (False, True):
+            sig = {
+                "logits_ptr": ptr, "best_ptr": "*i64", **common, "trace_ptr": "*i64" if trace else "*i32",
+                "V": "i32", "tau_bits": "i32", "tab_n": "i32", "unit": "i32",
+            }  # fmt: skip
+            consts = {"TAB_ITERS": 6, "TRACE": trace, "SRC": src, "EARLY_DRAW": kp.EARLY_DRAW}
+            out.append(("finish_kernel", f"finish/src{src}{'/trace' if trace else ''}", sig, consts))
     sweep_sig = {
         "start": "u32", "count": "i32", "tab_z_ptr": "*i64", "tab_e_ptr": "*i64", "tab_n": "i32",
         "r_ptr": "*i32", "code_ptr": "*i8",
@@ -96,10 +124,12 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
     from triton.compiler import ASTSource
 
     from dyadic24.kernels import exp_sweep_jit, propose_jit
+    from dyadic24.kernels import propose as kp
 
     kernels = {
         "tile_kernel": propose_jit.tile_kernel,
         "merge_kernel": propose_jit.merge_kernel,
+        "finish_kernel": propose_jit.finish_kernel,
         "sweep_kernel": exp_sweep_jit.sweep_kernel,
     }
     target = GPUTarget("cuda", arch, 32)
@@ -109,8 +139,11 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         began = time.perf_counter()
         full_sig = {**sig, **{k: "constexpr" for k in consts}}
         try:
+            warps = kp.FINISH_WARPS if kernel == "finish_kernel" else kp.NUM_WARPS
             compiled = triton.compile(
-                ASTSource(fn=kernels[kernel], signature=full_sig, constexprs=consts), target=target
+                ASTSource(fn=kernels[kernel], signature=full_sig, constexprs=consts),
+                target=target,
+                options={"num_warps": warps},
             )
         except Exception as exc:  # report every failing variant
             results[name] = {"compiled": False, "error": repr(exc)[:4000]}
@@ -126,9 +159,16 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         }
         if approx:
             problems.append(f"{name}: approximate instructions {approx}")
-        if kernel == "tile_kernel" and ops:
-            problems.append(f"{name}: floating-point instructions in the tile kernel {dict(ops)}")
-        if kernel == "merge_kernel":
+        merges = (
+            (kernel == "merge_kernel" and "/split" not in name)
+            or kernel == "finish_kernel"
+            or "/fused" in name
+        )
+        if kernel == "sweep_kernel":
+            continue  # (its own audit: dyadic24.kernels.exp_sweep)
+        if not merges and ops:
+            problems.append(f"{name}: floating-point instructions in a selection kernel {dict(ops)}")
+        if merges:
             unexpected = sorted(set(ops) - MERGE_ALLOWED)
             if unexpected:
                 problems.append(f"{name}: unexpected float instructions {unexpected}")

@@ -28,9 +28,25 @@ from dyadic24.kernels.exp_table import ExpTable, load_table  # noqa: E402
 
 TAU_DEFAULT = float(np.uint32(TAU_DEFAULT_BITS).view(np.float32))  # clause 1.3: RN32(0.7)
 TRACE_WORDS = 320
+# Defaults measured on an H200 (benchmarks/NOTES.md): tiles of 4096 with 4 warps beat 2048/2,
+# 8192/8 and 4096/8 at every batch size tried (1, 4, 64, 256).
 TILE = 4096  # vocabulary elements per tile program
-CHUNK = 1024  # candidate keys per merge step (32 tiles)
+NUM_WARPS = 4
+CHUNK = 2048  # candidate keys per step of the merge scan (64 tiles)
 FLAG_CHUNK = 64  # tile flags per merge step
+GROUPS = 128  # strided group maxima per tile (their 32nd largest bounds the tile's 32nd value)
+CAP = 64  # compaction slots per tile (more elements above the bound: the extraction path)
+POOL = 128  # candidates whose 32nd largest value bounds the row's 32nd value
+MCAP = 64  # compaction slots of the merge
+MERGE_WARPS = 4
+FUSED = False  # one launch per position (the row's last tile program merges): measured no faster
+# at B <= 4 and 15-25 % slower at B >= 64 (the merge's registers lower the tile programs' occupancy)
+GREEDY_FAST = True  # greedy rows without trace compute the argmax only (device-side branch)
+EARLY_DRAW = False  # the Philox draw before C is known (overlaps memory waits): measured no gain
+SPLIT_FINISH = False  # a third launch, with FINISH_WARPS warps, runs the finish: measured +1-2 % at
+# B <= 4, -1 % at B = 256
+FINISH_WARPS = 1
+LAUNCHES_PER_POSITION = 1 if FUSED else (3 if SPLIT_FINISH else 2)  # for the benchmark's launch floor
 LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # clause 1.2
 _SRC_KIND = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # ieee_jit.SRC_*
 Outputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -38,10 +54,18 @@ Outputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 @dataclass(frozen=True)
 class Plan:
-    """Launch geometry for a [B, V] call; every choice gives the same bits (top-32 of a union is exact).
+    """Launch geometry and method for a [B, V] call; every choice gives the same bits (the top 32 of
+    a union is exact, and the thresholds only decide which exact path finds it).
 
     The sizes are fixed rather than fitted to V so that one compiled variant per logits dtype serves
     every shape (a tile of a small vocabulary is mostly masked lanes; V is large in practice).
+    ``threshold``: the bound-and-compact selection (False: 32 successive maxima, or tl.topk);
+    ``fused``: one launch per position; ``greedy_fast``: greedy rows (no trace) find the argmax only;
+    ``early_draw``: the Philox draw is computed while the merge waits for memory; ``merge_warps``: the
+    warps of the two-launch form's merge program; ``split_finish``: a third launch of
+    ``finish_warps`` warps per row runs clauses 3.3-9 after the merge found C.
+
+    ``launches`` is the number of kernel launches per position.
     """
 
     batch: int
@@ -49,21 +73,85 @@ class Plan:
     tile: int
     n_tiles: int
     chunk: int
+    groups: int = GROUPS
+    cap: int = CAP
+    pool: int = POOL
+    mcap: int = MCAP
+    num_warps: int = NUM_WARPS
+    threshold: bool = True
+    fused: bool = FUSED
+    greedy_fast: bool = GREEDY_FAST
+    early_draw: bool = EARLY_DRAW
+    merge_warps: int = MERGE_WARPS
+    split_finish: bool = SPLIT_FINISH
+    finish_warps: int = FINISH_WARPS
+
+    @property
+    def launches(self) -> int:
+        return 1 if self.fused else (3 if self.split_finish else 2)
 
     @staticmethod
-    def for_shape(batch: int, vocab: int, tile: int = TILE, chunk: int = CHUNK) -> Plan:
-        for name, value in (("tile", tile), ("chunk", chunk)):
+    def for_shape(
+        batch: int,
+        vocab: int,
+        tile: int | None = None,
+        chunk: int = CHUNK,
+        *,
+        groups: int = GROUPS,
+        cap: int = CAP,
+        pool: int = POOL,
+        mcap: int = MCAP,
+        num_warps: int | None = None,
+        threshold: bool = True,
+        fused: bool = FUSED,
+        greedy_fast: bool = GREEDY_FAST,
+        early_draw: bool = EARLY_DRAW,
+        merge_warps: int | None = None,
+        split_finish: bool = SPLIT_FINISH,
+        finish_warps: int = FINISH_WARPS,
+    ) -> Plan:
+        """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile)."""
+        if tile is None:
+            tile = default_tile(batch)
+        if num_warps is None:
+            num_warps = NUM_WARPS
+        for name, value in (("tile", tile), ("chunk", chunk), ("groups", groups), ("pool", pool)):
             if value < 32 or value & (value - 1):
                 raise ArgumentError(name, f"must be a power of two >= 32, got {value}")
-        return Plan(batch, vocab, tile, -(-vocab // tile), chunk)
+        for name, value in (("cap", cap), ("mcap", mcap)):
+            if value < 64 or value & (value - 1):
+                raise ArgumentError(name, f"must be a power of two >= 64, got {value}")
+        if threshold and (tile > 16384 or chunk > 16384):
+            raise ArgumentError("tile", "the threshold selection takes tiles and chunks of at most 16384")
+        return Plan(
+            batch, vocab, tile, -(-vocab // tile), chunk, min(groups, tile), cap, pool, mcap, num_warps,
+            threshold, fused, greedy_fast, early_draw, MERGE_WARPS if merge_warps is None else merge_warps,
+            split_finish and not fused, finish_warps,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Workspace:
-    """Per-tile candidates (int64 [B, n_tiles, 32]) and flags (int32 [B, n_tiles]) for one shape."""
+    """Scratch of one [B, V] shape: per-tile candidates (int64 [B, n_tiles, 32]), flags (int32
+    [B, n_tiles]), the tiles' compaction rows (int64 [B * n_tiles, CAP]), the merge's (int64
+    [B, MCAP + 32]), the rows' arrival counters (int32 [B], zero between launches) and C with the
+    flag word for a separate finish launch (int64 [B, 33]).
+
+    One workspace serves one stream at a time (the counters assume launches do not overlap)."""
 
     cand: torch.Tensor
     flags: torch.Tensor
+    scratch: torch.Tensor
+    mscratch: torch.Tensor
+    counter: torch.Tensor
+    best: torch.Tensor
+
+
+def default_tile(batch: int) -> int:
+    """Tile size of the default plan for a batch size (a hook for shape-only geometry choices; no
+    data-dependent host logic). One size is best at every measured batch size."""
+    del batch
+    return TILE
 
 
 def kernel_device() -> torch.device:
@@ -72,14 +160,25 @@ def kernel_device() -> torch.device:
 
 
 def make_workspace(
-    batch: int, vocab: int, device: torch.device | str | None = None, tile: int = TILE
+    batch: int,
+    vocab: int,
+    device: torch.device | str | None = None,
+    tile: int | None = None,
+    *,
+    cap: int = CAP,
+    mcap: int = MCAP,
 ) -> Workspace:
-    """Allocate the workspace for a [batch, vocab] call (reuse it across calls and graph replays)."""
-    plan = Plan.for_shape(batch, vocab, tile)
+    """Allocate the workspace for a [batch, vocab] call (reuse it across calls and graph replays);
+    ``tile`` must match the call's plan (default: the default plan's, default_tile(batch))."""
+    n_tiles = -(-vocab // (tile if tile is not None else default_tile(batch)))
     dev = torch.device(device) if device is not None else kernel_device()
     return Workspace(
-        cand=torch.empty((batch, plan.n_tiles, 32), dtype=torch.int64, device=dev),
-        flags=torch.empty((batch, plan.n_tiles), dtype=torch.int32, device=dev),
+        cand=torch.empty((batch, n_tiles, 32), dtype=torch.int64, device=dev),
+        flags=torch.empty((batch, n_tiles), dtype=torch.int32, device=dev),
+        scratch=torch.empty((batch * n_tiles, cap), dtype=torch.int64, device=dev),
+        mscratch=torch.empty((batch, mcap + 32), dtype=torch.int64, device=dev),
+        counter=torch.zeros(batch, dtype=torch.int32, device=dev),
+        best=torch.empty((batch, 33), dtype=torch.int64, device=dev),
     )
 
 
@@ -160,8 +259,9 @@ def propose(
     trace: torch.Tensor | None = None,
     table: ExpTable | None = None,
     use_tl_topk: bool = False,
-    tile: int = TILE,
+    tile: int | None = None,
     chunk: int = CHUNK,
+    plan: Plan | None = None,
 ) -> Outputs:
     """Run dyadic24-floor-first-v1 on one position for B rows (clauses 1-12).
 
@@ -169,8 +269,9 @@ def propose(
     logits: float32 / bfloat16 / float16 [B, V], contiguous; tau: a binary32 scalar (Python float or
     numpy float), finite and > 0. ``trace``: optional int64 [B, 320] buffer that receives every
     intermediate (decoded by dyadic24.kernels.trace). ``table`` overrides the exp correction table
-    (tests only); ``use_tl_topk`` selects Triton's bitonic top-k, ``tile`` / ``chunk``
-    the tile and merge-chunk sizes (powers of two >= 32); none of them changes any output bit.
+    (tests only); ``use_tl_topk`` selects the extraction path with Triton's bitonic top-k, ``tile`` /
+    ``chunk`` the tile and merge-chunk sizes (powers of two >= 32), ``plan`` every launch choice
+    (Plan.for_shape; it overrides tile and chunk); none of them changes any output bit.
     Raises ArgumentError naming the bad argument (clause 1.5).
     """
     logits, device = _check_logits(logits)
@@ -180,7 +281,10 @@ def propose(
     round64 = _u64_view("round", round, batch, device)
     pos64 = _u64_view("position", position, batch, device)
     tau_bits = tau_to_bits(tau)
-    plan = Plan.for_shape(batch, vocab, tile, chunk)
+    if plan is None:
+        plan = Plan.for_shape(batch, vocab, tile, chunk, threshold=not use_tl_topk)
+    elif not isinstance(plan, Plan) or (plan.batch, plan.vocab) != (batch, vocab):
+        raise ArgumentError("plan", f"must be a Plan for shape [{batch}, {vocab}]")
 
     if out is None:
         outputs = make_outputs(batch, device)
@@ -195,12 +299,17 @@ def propose(
         ]
         outputs = (checked[0], checked[1], checked[2], checked[3])
     if workspace is None:
-        ws = make_workspace(batch, vocab, device, tile)
+        ws = make_workspace(batch, vocab, device, plan.tile, cap=plan.cap, mcap=plan.mcap)
     else:
         if not isinstance(workspace, Workspace):
             raise ArgumentError("workspace", f"must be a Workspace, got {type(workspace).__name__}")
-        _check_tensor("workspace", workspace.cand, [torch.int64], (batch, plan.n_tiles, 32), device)
-        _check_tensor("workspace", workspace.flags, [torch.int32], (batch, plan.n_tiles), device)
+        n = plan.n_tiles
+        _check_tensor("workspace", workspace.cand, [torch.int64], (batch, n, 32), device)
+        _check_tensor("workspace", workspace.flags, [torch.int32], (batch, n), device)
+        _check_tensor("workspace", workspace.scratch, [torch.int64], (batch * n, plan.cap), device)
+        _check_tensor("workspace", workspace.mscratch, [torch.int64], (batch, plan.mcap + 32), device)
+        _check_tensor("workspace", workspace.counter, [torch.int32], (batch,), device)
+        _check_tensor("workspace", workspace.best, [torch.int64], (batch, 33), device)
         ws = workspace
     if trace is not None:
         trace_buf = _check_tensor("trace", trace, [torch.int64], (batch, TRACE_WORDS), device)
@@ -211,18 +320,34 @@ def propose(
     # The kernels read integer views of the logits and widen them with integer operations.
     src = _SRC_KIND[logits.dtype]
     bits = logits.view(torch.int32 if logits.dtype == torch.float32 else torch.int16)
+    common = (
+        temp.view(torch.int32), seed64, round64, pos64, tab.z, tab.e,
+        outputs[0], outputs[1], outputs[2], outputs[3], trace_buf,
+    )  # fmt: skip
     with _launch_context(device):
         propose_jit.tile_kernel[(batch * plan.n_tiles,)](
-            bits, ws.cand, ws.flags, vocab, plan.n_tiles, TILE=plan.tile, SRC=src, USE_TL_TOPK=use_tl_topk
-        )
-        propose_jit.merge_kernel[(batch,)](
-            bits, ws.cand, ws.flags, temp.view(torch.int32), seed64, round64, pos64,
-            tab.z, tab.e, outputs[0], outputs[1], outputs[2], outputs[3], trace_buf,
+            bits, ws.cand, ws.flags, ws.scratch, ws.mscratch, ws.counter, *common,
             vocab, plan.n_tiles, tau_bits, tab.size,
+            TILE=plan.tile, GROUPS=plan.groups, CAP=plan.cap, POOL=plan.pool, MCAP=plan.mcap,
             CHUNK=plan.chunk, FCHUNK=FLAG_CHUNK, TAB_ITERS=tab.iterations, TRACE=trace is not None,
-            SRC=src,
-            USE_TL_TOPK=use_tl_topk,
+            SRC=src, USE_TL_TOPK=use_tl_topk, THRESHOLD=plan.threshold, FUSED=plan.fused,
+            GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw, num_warps=plan.num_warps,
         )  # fmt: skip
+        if not plan.fused:
+            propose_jit.merge_kernel[(batch,)](
+                bits, ws.cand, ws.flags, ws.mscratch, ws.best, *common,
+                vocab, plan.n_tiles, tau_bits, tab.size,
+                POOL=plan.pool, MCAP=plan.mcap, CHUNK=plan.chunk, FCHUNK=FLAG_CHUNK,
+                TAB_ITERS=tab.iterations, TRACE=trace is not None, SRC=src, USE_TL_TOPK=use_tl_topk,
+                THRESHOLD=plan.threshold, GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw,
+                SPLIT=plan.split_finish, num_warps=plan.merge_warps,
+            )  # fmt: skip
+        if plan.split_finish:
+            propose_jit.finish_kernel[(batch,)](
+                bits, ws.best, *common, vocab, tau_bits, tab.size, 1,
+                TAB_ITERS=tab.iterations, TRACE=trace is not None, SRC=src, EARLY_DRAW=plan.early_draw,
+                num_warps=plan.finish_warps,
+            )  # fmt: skip
     return outputs
 
 

@@ -1,17 +1,23 @@
 # mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
-"""The two kernels of one proposal position (clauses 2-9).
+"""The kernels of one proposal position (clauses 2-9).
 
 ``tile_kernel``: one program per (row, vocabulary tile); writes the tile's 32 largest clause-3.1 keys
-(padding with KEY_PAD) and three status flags. ``merge_kernel``: one program per row; merges the
+(padding with KEY_PAD) and a status flag word. ``merge_kernel``: one program per row; merges the
 candidates into C (clause 3.2), decides the status (2.1) and runs the greedy (4) or sampled (5-9) path.
+Both select by a value threshold (a proven lower bound of the 32nd value, then compaction of what lies
+above it and an exact rank), falling back to 32 successive maxima when the bound admits too many.
+Options (propose.Plan): FUSED, the row's last tile program merges (one launch); SPLIT, the merge
+stores C and ``finish_kernel`` runs clauses 3.3-9 with fewer warps (three launches); GREEDY_FAST,
+greedy rows without trace find only the argmax (a device-side branch on the row's temperature).
 
 Exactness rules followed here: every reduction is over integers (exact in any order) except the
 clause-6.2 tree, whose levels are explicit pairwise additions (reshape to [n, 2], split, add: a
 two-operand IEEE addition is commutative, so lane order cannot matter); NaN and infinities are found
 by integer tests on bit patterns; the only floating-point operations are binary64 +, -, / and the
 binary64 exp (no product feeds an addition, so fma contraction has nothing to fuse). Each output is
-written by exactly one program, without atomics, so results are deterministic and a row's outputs
-depend only on that row (clause 2.4).
+written by exactly one program, so results are deterministic and a row's outputs depend only on that
+row (clause 2.4); the only atomic is FUSED's per-row arrival counter, which decides which program
+merges, never what the merge computes.
 """
 
 from dyadic24.kernels.backend import select_backend
@@ -23,13 +29,13 @@ import triton.language as tl  # noqa: E402
 
 from dyadic24.kernels.exp_jit import exp_binary32  # noqa: E402
 from dyadic24.kernels.ieee_jit import (  # noqa: E402
-    F32_NEG_INF,
     F32_POS_INF,
     KEY_PAD,
+    SRC_BF16,
+    SRC_F32,
     div32,
     floor_times_2_24,
     load_bits32,
-    order_key,
     sub32,
     widen32to64,
 )
@@ -62,34 +68,562 @@ TR_TREE = tl.constexpr(272)  # 16 + 8 + 4 + 2 + 1 binary64 patterns
 TRACE_WORDS = tl.constexpr(320)
 
 
+INT32_MIN = tl.constexpr(-(1 << 31))
+INT32_MAX = tl.constexpr((1 << 31) - 1)
+SK_POS_INF = tl.constexpr(0x7F800000)  # value key of +inf
+SK_NEG_INF = tl.constexpr(-2139095041)  # value key of -inf (0xFF800000 ^ 0x7FFFFFFF as int32)
+K_C = tl.constexpr(32)  # clause 3.2: at most 32 candidates
+PACK = tl.constexpr(16)  # two counts < 2^15 share one int32 reduction (low: strict, high: ties)
+PACK_MASK = tl.constexpr(0xFFFF)
+PACK_LIMIT = tl.constexpr(1 << 15)
+
+
+@triton.jit
+def load_bits_i32(ptr, offs, mask, SRC: tl.constexpr):
+    """The binary32 patterns of the logits as int32 (clause 1.2; bit-identical to load_bits32 mod 2^32)."""
+    if SRC == SRC_F32:
+        out = tl.load(ptr + offs, mask=mask, other=0)
+    elif SRC == SRC_BF16:
+        out = tl.load(ptr + offs, mask=mask, other=0).to(tl.int32) << 16
+    else:
+        out = load_bits32(ptr, offs, mask, SRC).to(tl.int32)
+    return out
+
+
+@triton.jit
+def value_key32(b):
+    """The high word of order_key as int32: an order-preserving integer image of the binary32 value
+    (clause 3.1; -0 is canonicalised to +0 so that the two zeros tie)."""
+    bc = tl.where(b == INT32_MIN, 0, b)
+    return tl.where(bc < 0, bc ^ 0x7FFFFFFF, bc)
+
+
+@triton.jit
+def _count_pair(strict, tie, N: tl.constexpr):
+    """(sum(strict), sum(tie)) over N lanes; one packed integer reduction while N < 2^15."""
+    if N < PACK_LIMIT:
+        both = tl.sum(strict.to(tl.int32) + (tie.to(tl.int32) << PACK))
+        n_strict = both & PACK_MASK
+        n_tie = both >> PACK
+    else:
+        n_strict = tl.sum(strict.to(tl.int32))
+        n_tie = tl.sum(tie.to(tl.int32))
+    return n_strict, n_tie
+
+
+@triton.jit
+def _scan_pair(strict, tie, N: tl.constexpr):
+    """Inclusive prefix counts of two masks (one packed integer scan while N < 2^15)."""
+    if N < PACK_LIMIT:
+        cs = tl.cumsum(strict.to(tl.int32) + (tie.to(tl.int32) << PACK), 0)
+        c_strict = cs & PACK_MASK
+        c_tie = cs >> PACK
+    else:
+        c_strict = tl.cumsum(strict.to(tl.int32), 0)
+        c_tie = tl.cumsum(tie.to(tl.int32), 0)
+    return c_strict, c_tie
+
+
+@triton.jit
+def _kth32_value(vals, valid):
+    """The 32nd largest of the valid int32 values, counted with multiplicity (INT32_MIN if fewer
+    than 32 are valid): an integer count per lane, exact and order-free."""
+    ge = valid[None, :] & (vals[None, :] >= vals[:, None])
+    c = tl.sum(ge.to(tl.int32), axis=1)
+    return tl.max(tl.where(valid & (c >= K_C), vals, INT32_MIN))
+
+
+@triton.jit
+def _rank_desc(s, valid):
+    """Rank of each valid key among the valid keys in descending order (keys are unique)."""
+    gt = valid[None, :] & (s[None, :] > s[:, None])
+    return tl.sum(gt.to(tl.int32), axis=1)
+
+
 # Integer arguments are not specialised (Triton would compile a variant per "== 1" / "% 16 == 0"
-# pattern of V, n_tiles, tau_bits, tab_n); the constexprs alone select the compiled variant.
-@triton.jit(do_not_specialize=["V", "n_tiles"])
+# pattern of n_tiles, tau_bits, tab_n); V is, so that a row of a vocabulary that is a multiple of
+# 16 is known to be 64-byte aligned and the logits are read with 16-byte loads.
+@triton.jit(do_not_specialize=["n_tiles", "tau_bits", "tab_n"])
 def tile_kernel(
     logits_ptr,
     cand_ptr,
     flags_ptr,
+    scratch_ptr,
+    mscratch_ptr,
+    counter_ptr,
+    temp_ptr,
+    seed_ptr,
+    round_ptr,
+    pos_ptr,
+    tab_z_ptr,
+    tab_e_ptr,
+    status_ptr,
+    token_ptr,
+    ids_ptr,
+    tickets_ptr,
+    trace_ptr,
     V,
     n_tiles,
+    tau_bits,
+    tab_n,
     TILE: tl.constexpr,
+    GROUPS: tl.constexpr,
+    CAP: tl.constexpr,
+    POOL: tl.constexpr,
+    MCAP: tl.constexpr,
+    CHUNK: tl.constexpr,
+    FCHUNK: tl.constexpr,
+    TAB_ITERS: tl.constexpr,
+    TRACE: tl.constexpr,
     SRC: tl.constexpr,
     USE_TL_TOPK: tl.constexpr,
+    THRESHOLD: tl.constexpr,
+    FUSED: tl.constexpr,
+    GREEDY_FAST: tl.constexpr,
+    EARLY_DRAW: tl.constexpr,
 ):
-    """Per (row, tile): the tile's top 32 keys (clause 3.1) and flags NaN | +inf << 1 | live << 2 (2.1)."""
+    """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
+    and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
+    (clauses 2-9), so one launch serves a position.
+
+    Cross-program protocol (FUSED): each program writes its candidates and flags, then adds 1 to the
+    row's counter (acquire-release, GPU scope, after a CTA barrier so that the whole program's stores
+    precede the release); the program that reads n_tiles - 1 saw every other program's release, reads
+    the candidates through L2 and resets the counter to 0 for the next launch (CUDA-graph replays).
+    The merge depends only on the candidates, never on which program arrives last.
+    """
     pid = tl.program_id(0).to(tl.int64)
     row = pid // n_tiles
-    tile = pid % n_tiles
-    offs = tile * TILE + tl.arange(0, TILE).to(tl.int64)
-    inb = offs < V
-    b = load_bits32(logits_ptr + row * V, offs, inb, SRC)
-    nan = inb & ((b & 0x7FFFFFFF) > F32_POS_INF)
-    pinf = inb & (b == F32_POS_INF)
-    live = inb & (b != F32_NEG_INF)  # finite or -0 or NaN/+inf: anything but -inf
-    flags = tl.max(nan.to(tl.int32)) | (tl.max(pinf.to(tl.int32)) << 1) | (tl.max(live.to(tl.int32)) << 2)
-    key = tl.where(inb, order_key(b, offs), KEY_PAD)
-    top = top32(key, USE_TL_TOPK)
-    tl.store(cand_ptr + pid * 32 + tl.arange(0, 32), top)
+    tile = pid - row * n_tiles
+    greedy_fast = False
+    if GREEDY_FAST and not TRACE:
+        greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
+    _tile_part(
+        logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,
+        TILE, GROUPS, CAP, SRC, USE_TL_TOPK, THRESHOLD,
+    )  # fmt: skip
+    if FUSED:
+        tl.debug_barrier()
+        arrived = tl.atomic_add(counter_ptr + row, 1, sem="acq_rel", scope="gpu")
+        if arrived == n_tiles - 1:
+            tl.atomic_xchg(counter_ptr + row, 0, sem="relaxed", scope="gpu")
+            _merge_row(
+                logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
+                tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, mscratch_ptr,
+                row, V, n_tiles, tau_bits, tab_n, greedy_fast,
+                POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, False,
+            )  # fmt: skip
+
+
+@triton.jit
+def _tile_part(
+    logits_ptr,
+    cand_ptr,
+    flags_ptr,
+    scratch_ptr,
+    pid,
+    row,
+    tile,
+    V,
+    greedy_fast,
+    TILE: tl.constexpr,
+    GROUPS: tl.constexpr,
+    CAP: tl.constexpr,
+    SRC: tl.constexpr,
+    USE_TL_TOPK: tl.constexpr,
+    THRESHOLD: tl.constexpr,
+):
+    """The tile's candidates and flags NaN << 2 | +inf << 1 | live (clause 2.1: the maximum over the
+    tiles decides the status, since the precedence NaN > +inf > all -inf is this bit order).
+
+    Selection (THRESHOLD): theta = the 32nd largest (with multiplicity) of the GROUPS strided group
+    maxima of the int32 value keys; 32 distinct elements have a value >= theta, so the tile's top 32
+    keys are: every element with value > theta when there are at least 32 of those, otherwise all of
+    them and the lowest-ID elements of value theta. These (at most CAP when the branch is taken) are
+    compacted (as int64 keys) through a per-program scratch row, ranked by an exact integer count and
+    stored at their rank. More than CAP elements above theta (adversarial data) takes the extraction
+    path.
+    """
+    # Per-element state is int32 (value keys, local indices); int64 keys are formed only for the
+    # compaction store.
+    loc = tl.arange(0, TILE)
+    first_id = tile * TILE
+    inb = loc < tl.minimum(V - first_id, TILE).to(tl.int32)
+    b = load_bits_i32(logits_ptr + (row * V + first_id), loc, inb, SRC)
+    # NaNs get the largest key (their order is irrelevant: the row fails, clause 2.3), so the
+    # tile's largest key alone tells NaN, else +inf, else "anything but -inf"
+    sk = tl.where(inb, tl.where((b & 0x7FFFFFFF) > F32_POS_INF, INT32_MAX, value_key32(b)), INT32_MIN)
+    gm = tl.max(tl.reshape(sk, [TILE // GROUPS, GROUPS]), axis=0)  # strided groups: lane g holds g mod G
+    top = tl.max(gm)
+    flags = (
+        ((top == INT32_MAX).to(tl.int32) << 2)
+        | ((top == SK_POS_INF).to(tl.int32) << 1)
+        | (top > SK_NEG_INF).to(tl.int32)
+    )
     tl.store(flags_ptr + pid, flags)
+    l32 = tl.arange(0, K_C)
+    out = cand_ptr + pid * K_C
+    if greedy_fast:
+        # greedy row without trace: only the argmax is needed (clause 4.1), lane 0 of the tile
+        first = tl.min(tl.where(inb & (sk == top), loc, TILE))
+        amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))
+        tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD))
+    elif THRESHOLD:
+        if GROUPS == K_C:  # noqa: SIM108 (constexpr branch)
+            theta = tl.min(gm)
+        else:
+            theta = _kth32_value(gm, gm > INT32_MIN)
+        gt = inb & (sk > theta)
+        eq = inb & (sk == theta)
+        n_gt, n_eq = _count_pair(gt, eq, TILE)
+        if n_gt <= CAP:
+            c_gt, c_eq = _scan_pair(gt, eq, TILE)
+            need = K_C - n_gt
+            sel = gt | (eq & (c_eq <= need))
+            slot = tl.where(gt, c_gt - 1, n_gt + c_eq - 1)
+            s_key = scratch_ptr + pid * CAP
+            tl.store(s_key + slot, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), mask=sel)
+            n_sel = n_gt + tl.minimum(tl.maximum(need, 0), n_eq)
+            tl.debug_barrier()  # the compacted keys were written by other threads of this program
+            lane = tl.arange(0, CAP)
+            live = lane < n_sel
+            s = tl.load(s_key + lane, mask=live, other=KEY_PAD)
+            rank = _rank_desc(s, live)
+            tl.store(out + rank, s, mask=live & (rank < K_C))
+            tl.store(out + l32, tl.full([K_C], KEY_PAD, tl.int64), mask=l32 >= n_sel)
+        else:
+            key = tl.where(inb, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), KEY_PAD)
+            tl.store(out + l32, top32(key, USE_TL_TOPK))
+    else:
+        key = tl.where(inb, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), KEY_PAD)
+        tl.store(out + l32, top32(key, USE_TL_TOPK))
+
+
+@triton.jit(do_not_specialize=["V", "n_tiles", "tau_bits", "tab_n"])
+def merge_kernel(
+    logits_ptr,
+    cand_ptr,
+    flags_ptr,
+    mscratch_ptr,
+    best_ptr,
+    temp_ptr,
+    seed_ptr,
+    round_ptr,
+    pos_ptr,
+    tab_z_ptr,
+    tab_e_ptr,
+    status_ptr,
+    token_ptr,
+    ids_ptr,
+    tickets_ptr,
+    trace_ptr,
+    V,
+    n_tiles,
+    tau_bits,
+    tab_n,
+    POOL: tl.constexpr,
+    MCAP: tl.constexpr,
+    CHUNK: tl.constexpr,
+    FCHUNK: tl.constexpr,
+    TAB_ITERS: tl.constexpr,
+    TRACE: tl.constexpr,
+    SRC: tl.constexpr,
+    USE_TL_TOPK: tl.constexpr,
+    THRESHOLD: tl.constexpr,
+    GREEDY_FAST: tl.constexpr,
+    EARLY_DRAW: tl.constexpr,
+    SPLIT: tl.constexpr,
+):
+    """One program per row (the two-launch form): C, status, greedy or sampled path (clauses 2-9)."""
+    row = tl.program_id(0).to(tl.int64)
+    greedy_fast = False
+    if GREEDY_FAST and not TRACE:
+        greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
+    _merge_row(
+        logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
+        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, best_ptr,
+        row, V, n_tiles, tau_bits, tab_n, greedy_fast,
+        POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, SPLIT,
+    )  # fmt: skip
+
+
+@triton.jit
+def _merge_row(
+    logits_ptr,
+    cand_ptr,
+    flags_ptr,
+    mscratch_ptr,
+    temp_ptr,
+    seed_ptr,
+    round_ptr,
+    pos_ptr,
+    tab_z_ptr,
+    tab_e_ptr,
+    status_ptr,
+    token_ptr,
+    ids_ptr,
+    tickets_ptr,
+    trace_ptr,
+    best_ptr,
+    row,
+    V,
+    n_tiles,
+    tau_bits,
+    tab_n,
+    greedy_fast,
+    POOL: tl.constexpr,
+    MCAP: tl.constexpr,
+    CHUNK: tl.constexpr,
+    FCHUNK: tl.constexpr,
+    TAB_ITERS: tl.constexpr,
+    TRACE: tl.constexpr,
+    SRC: tl.constexpr,
+    USE_TL_TOPK: tl.constexpr,
+    THRESHOLD: tl.constexpr,
+    EARLY_DRAW: tl.constexpr,
+    SPLIT: tl.constexpr,
+):
+    """C of one row from its tiles' candidates (clause 3.2), then the finish (clauses 2.1, 3.3-9), or
+    with SPLIT C and the flag word stored for finish_kernel.
+
+    Candidates and flags are read with .cg (through L2): in the fused kernel other programs wrote
+    them during this launch. The first chunk of flags is loaded before anything waits on memory.
+    """
+    # ---- clause 2.1: the maximum flag word over the tiles (integer reduction, order-free)
+    # (while loops, not range(): the interpreter cannot take a runtime range bound under numpy >= 2.3)
+    fo = tl.arange(0, FCHUNK).to(tl.int64)
+    acc = tl.load(flags_ptr + row * n_tiles + fo, mask=fo < n_tiles, other=0, cache_modifier=".cg")
+    if EARLY_DRAW and not SPLIT:
+        tb, k0, k1, x0, x1, x2, x3 = early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr)
+    fstart = row * 0 + FCHUNK
+    while fstart < n_tiles:
+        o = fstart + fo
+        f = tl.load(flags_ptr + row * n_tiles + o, mask=o < n_tiles, other=0, cache_modifier=".cg")
+        acc = tl.maximum(acc, f)
+        fstart += FCHUNK
+    fmax = tl.max(acc)
+    n_cand = n_tiles * K_C
+    cbase = cand_ptr + row * n_cand
+    if greedy_fast:
+        # every tile stored its argmax key in lane 0; C is not needed past a* (clause 4.1)
+        l32 = tl.arange(0, K_C)
+        am = tl.load(cbase + fo * K_C, mask=fo < n_tiles, other=KEY_PAD, cache_modifier=".cg")
+        tstart = row * 0 + FCHUNK
+        while tstart < n_tiles:
+            o = tstart + fo
+            am = tl.maximum(
+                am, tl.load(cbase + o * K_C, mask=o < n_tiles, other=KEY_PAD, cache_modifier=".cg")
+            )
+            tstart += FCHUNK
+        best = tl.where(l32 == 0, tl.max(am), KEY_PAD)
+    elif THRESHOLD:
+        best = _merge_threshold(
+            cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles, POOL, MCAP, CHUNK, USE_TL_TOPK
+        )
+    else:
+        best = _merge_extract(cbase, n_cand, CHUNK, USE_TL_TOPK)
+    if SPLIT:
+        # the finish runs in finish_kernel (fewer warps): hand over C and the flag word
+        l32 = tl.arange(0, K_C)
+        tl.store(best_ptr + row * (K_C + 1) + l32, best)
+        tl.store(best_ptr + row * (K_C + 1) + K_C, fmax.to(tl.int64))
+    elif EARLY_DRAW:  # (tb, k0..x3 from early_draw above)
+        _finish_best(
+            logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
+            tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
+            TAB_ITERS, TRACE, SRC, True,
+        )  # fmt: skip
+    else:
+        tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+        zero_u = (tb & 0).to(tl.uint64)
+        _finish_best(
+            logits_ptr, best, fmax, row, V, tb, zero_u, zero_u, zero_u, zero_u, zero_u, zero_u, seed_ptr,
+            round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr,
+            trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, SRC, False,
+        )  # fmt: skip
+
+
+@triton.jit
+def _finish_best(
+    logits_ptr,
+    best,
+    fmax,
+    row,
+    V,
+    tb,
+    k0,
+    k1,
+    x0,
+    x1,
+    x2,
+    x3,
+    seed_ptr,
+    round_ptr,
+    pos_ptr,
+    tab_z_ptr,
+    tab_e_ptr,
+    status_ptr,
+    token_ptr,
+    ids_ptr,
+    tickets_ptr,
+    trace_ptr,
+    tau_bits,
+    tab_n,
+    TAB_ITERS: tl.constexpr,
+    TRACE: tl.constexpr,
+    SRC: tl.constexpr,
+    HAVE_DRAW: tl.constexpr,
+):
+    """finish_core from C (``best``) and the maximum flag word of the row's tiles."""
+    valid = best != KEY_PAD  # exactly the first K = min(32, V) lanes
+    if TRACE:
+        # the key canonicalised -0; the trace's d needs the original bits, so reload them
+        ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
+        lb = load_bits32(logits_ptr + row * V, tl.where(valid, ids, 0), valid, SRC)
+    else:
+        lb = tl.where(valid, key_bits32(best), 0)  # -0 as +0: no output bit changes (key_bits32)
+    finish_core(
+        row, best, lb, (fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb, k0, k1, x0, x1, x2, x3,
+        seed_ptr, round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr,
+        tickets_ptr, trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, HAVE_DRAW,
+    )  # fmt: skip
+
+
+@triton.jit(do_not_specialize=["V", "tau_bits", "tab_n", "unit"])
+def finish_kernel(
+    logits_ptr,
+    best_ptr,
+    temp_ptr,
+    seed_ptr,
+    round_ptr,
+    pos_ptr,
+    tab_z_ptr,
+    tab_e_ptr,
+    status_ptr,
+    token_ptr,
+    ids_ptr,
+    tickets_ptr,
+    trace_ptr,
+    V,
+    tau_bits,
+    tab_n,
+    unit,
+    TAB_ITERS: tl.constexpr,
+    TRACE: tl.constexpr,
+    SRC: tl.constexpr,
+    EARLY_DRAW: tl.constexpr,
+):
+    """One program per row (the three-launch form): the finish from merge_kernel's C and flag word,
+    launched with fewer warps than the selection (its 32-lane reductions then stay inside a warp).
+
+    ``unit`` = 1 at run time: offsets not provably contiguous keep the load from vectorising, so
+    every thread holds one lane (a vectorised layout would run several lanes' exp in one thread)."""
+    row = tl.program_id(0).to(tl.int64)
+    l32 = tl.arange(0, K_C)
+    best = tl.load(best_ptr + row * (K_C + 1) + l32 * unit)
+    fmax = tl.load(best_ptr + row * (K_C + 1) + K_C).to(tl.int32)
+    if EARLY_DRAW:
+        tb, k0, k1, x0, x1, x2, x3 = early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr)
+    else:
+        tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+        k0 = (tb & 0).to(tl.uint64)
+        k1 = k0
+        x0 = k0
+        x1 = k0
+        x2 = k0
+        x3 = k0
+    _finish_best(
+        logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
+        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
+        TAB_ITERS, TRACE, SRC, EARLY_DRAW,
+    )  # fmt: skip
+
+
+@triton.jit
+def _merge_extract(cbase, n_cand, CHUNK: tl.constexpr, USE_TL_TOPK: tl.constexpr):
+    """The row's top 32 keys by repeated top32 over chunks of candidates (any input; the slow path)."""
+    o = tl.arange(0, CHUNK).to(tl.int64)
+    best = top32(tl.load(cbase + o, mask=o < n_cand, other=KEY_PAD, cache_modifier=".cg"), USE_TL_TOPK)
+    cstart = n_cand * 0 + CHUNK
+    while cstart < n_cand:
+        o = cstart + tl.arange(0, CHUNK).to(tl.int64)
+        top = top32(tl.load(cbase + o, mask=o < n_cand, other=KEY_PAD, cache_modifier=".cg"), USE_TL_TOPK)
+        best = top32(tl.reshape(tl.join(best, top), [2 * K_C]), USE_TL_TOPK)
+        cstart += CHUNK
+    return best
+
+
+@triton.jit
+def _merge_threshold(
+    cbase,
+    sbase,
+    n_tiles,
+    POOL: tl.constexpr,
+    MCAP: tl.constexpr,
+    CHUNK: tl.constexpr,
+    USE_TL_TOPK: tl.constexpr,
+):
+    """The row's top 32 keys from the tiles' sorted candidate lists (clause 3.2), by a value threshold.
+
+    theta = the 32nd largest value (with multiplicity) among the first J candidates of the first
+    tiles (a pool of at most POOL keys, usually >= 32 real ones, else theta is the least value): a
+    lower bound of the value of the row's 32nd key. Every row element of value > theta is in C when
+    fewer than 32 exist, and C is among them otherwise; in the flat candidate array (tile by tile,
+    each tile descending) the candidates of value exactly theta appear in ascending ID, so the
+    lowest-ID ties are the first ones. Both kinds are compacted into the row's scratch (value > theta
+    at 0..MCAP-1, ties at MCAP..MCAP+31), ranked by exact integer counts and placed by rank. More
+    than MCAP candidates above theta takes _merge_extract.
+    """
+    n_cand = n_tiles * K_C
+    p = tl.arange(0, POOL)
+    per = tl.minimum(K_C, tl.maximum((K_C + n_tiles - 1) // n_tiles, POOL // n_tiles))  # n_tiles * per >= 32
+    pt = p // per
+    pk = tl.load(cbase + pt * K_C + (p - pt * per), mask=pt < n_tiles, other=KEY_PAD, cache_modifier=".cg")
+    co = tl.arange(0, CHUNK)
+    k = tl.load(cbase + co, mask=co < n_cand, other=KEY_PAD, cache_modifier=".cg")  # overlaps the pool load
+    theta = _kth32_value((pk >> 32).to(tl.int32), pk != KEY_PAD)
+    n_gt, n_eq = _compact_chunk(k, theta, sbase, n_tiles * 0, n_tiles * 0, MCAP, CHUNK)
+    cstart = n_tiles * 0 + CHUNK
+    while cstart < n_cand:
+        o = cstart + co
+        k = tl.load(cbase + o, mask=o < n_cand, other=KEY_PAD, cache_modifier=".cg")
+        n_gt, n_eq = _compact_chunk(k, theta, sbase, n_gt, n_eq, MCAP, CHUNK)
+        cstart += CHUNK
+    l32 = tl.arange(0, K_C)
+    if n_gt <= MCAP:
+        tl.debug_barrier()  # the compacted keys were written by other threads of this program
+        lane = tl.arange(0, MCAP)
+        few = n_gt < K_C
+        n_tie = tl.minimum(tl.maximum(K_C - n_gt, 0), n_eq)
+        # few above theta: lanes 0..31 hold them, lanes 32..63 the first ties; else lanes 0..n_gt-1
+        idx = tl.where(few & (lane >= K_C), MCAP + lane - K_C, lane)
+        live = tl.where(few, tl.where(lane < K_C, lane < n_gt, lane - K_C < n_tie), lane < n_gt)
+        s = tl.load(sbase + idx, mask=live, other=KEY_PAD)
+        rank = _rank_desc(s, live)
+        hit = live[:, None] & (rank[:, None] == l32[None, :])
+        best = tl.sum(tl.where(hit, s[:, None], 0), axis=0)  # one nonzero term per lane: exact
+        n_sel = tl.where(few, n_gt + n_tie, n_gt)
+        best = tl.where(l32 < n_sel, best, KEY_PAD)
+    else:
+        best = _merge_extract(cbase, n_cand, CHUNK, USE_TL_TOPK)
+    return best
+
+
+@triton.jit
+def _compact_chunk(k, theta, sbase, n_gt, n_eq, MCAP: tl.constexpr, CHUNK: tl.constexpr):
+    """Append a chunk's candidates of value > theta (slots n_gt..) and = theta (slots MCAP + n_eq..)
+    to the scratch row, in flat order; returns the updated counts."""
+    v = (k >> 32).to(tl.int32)
+    real = k != KEY_PAD
+    gt = real & (v > theta)
+    eq = real & (v == theta)
+    c_gt, c_eq = _scan_pair(gt, eq, CHUNK)
+    pg = n_gt + c_gt - 1
+    pe = n_eq + c_eq - 1
+    tl.store(sbase + pg, k, mask=gt & (pg < MCAP))
+    tl.store(sbase + MCAP + pe, k, mask=eq & (pe < K_C))
+    d_gt, d_eq = _count_pair(gt, eq, CHUNK)
+    return n_gt + d_gt, n_eq + d_eq
 
 
 @triton.jit
@@ -132,71 +666,6 @@ def _permute(x, perm):
     return tl.sum(tl.where(perm, x[:, None], 0), axis=0)
 
 
-@triton.jit(do_not_specialize=["V", "n_tiles", "tau_bits", "tab_n"])
-def merge_kernel(
-    logits_ptr,
-    cand_ptr,
-    flags_ptr,
-    temp_ptr,
-    seed_ptr,
-    round_ptr,
-    pos_ptr,
-    tab_z_ptr,
-    tab_e_ptr,
-    status_ptr,
-    token_ptr,
-    ids_ptr,
-    tickets_ptr,
-    trace_ptr,
-    V,
-    n_tiles,
-    tau_bits,
-    tab_n,
-    CHUNK: tl.constexpr,
-    FCHUNK: tl.constexpr,
-    TAB_ITERS: tl.constexpr,
-    TRACE: tl.constexpr,
-    SRC: tl.constexpr,
-    USE_TL_TOPK: tl.constexpr,
-):
-    """One program per row: C, status, greedy or sampled path, outputs, optional trace (clauses 2-9)."""
-    row = tl.program_id(0).to(tl.int64)
-    lane = tl.arange(0, 32)
-    lane64 = lane.to(tl.int64)
-
-    # ---- clause 2.1 flags: OR over the tiles (integer reduction, order-free)
-    # (while loops, not range(): the interpreter cannot take a runtime range bound under numpy >= 2.3)
-    acc = tl.zeros([FCHUNK], tl.int32)
-    fstart = row * 0
-    while fstart < n_tiles:
-        o = fstart + tl.arange(0, FCHUNK).to(tl.int64)
-        acc = acc | tl.load(flags_ptr + row * n_tiles + o, mask=o < n_tiles, other=0)
-        fstart += FCHUNK
-    any_nan = tl.max(acc & 1)
-    any_pinf = tl.max(acc & 2)
-    any_live = tl.max(acc & 4)
-
-    # ---- clause 3.2: C = the K largest keys of the row, merged chunk by chunk
-    n_cand = n_tiles * 32
-    o = tl.arange(0, CHUNK).to(tl.int64)
-    best = top32(tl.load(cand_ptr + row * n_cand + o, mask=o < n_cand, other=KEY_PAD), USE_TL_TOPK)
-    cstart = row * 0 + CHUNK
-    while cstart < n_cand:
-        o = cstart + tl.arange(0, CHUNK).to(tl.int64)
-        top = top32(tl.load(cand_ptr + row * n_cand + o, mask=o < n_cand, other=KEY_PAD), USE_TL_TOPK)
-        best = top32(tl.reshape(tl.join(best, top), [64]), USE_TL_TOPK)
-        cstart += CHUNK
-    valid = best != KEY_PAD  # exactly the first K = min(32, V) lanes
-    ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
-    # The key canonicalised -0; the trace's d needs the original bits, so reload them.
-    lb = load_bits32(logits_ptr + row * V, tl.where(valid, ids, 0), valid, SRC)
-    finish_row(
-        row, best, lb, any_nan, any_pinf, any_live, temp_ptr, seed_ptr, round_ptr, pos_ptr,
-        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
-        TAB_ITERS, TRACE,
-    )  # fmt: skip
-
-
 @triton.jit
 def key_bits32(key):
     """The binary32 pattern of a clause-3.1 key (inverse of order_key; -0 comes back as +0).
@@ -237,6 +706,70 @@ def finish_row(
     """Everything after C is known (clauses 2.1, 3.3-9, 12.1): ``best`` holds the row's top 32 keys in
     clause-3.1 order (KEY_PAD past K), ``lb`` the candidates' binary32 patterns, the flags the OR over
     the row's tiles (or shards). Writes the row's outputs and, when TRACE, its trace."""
+    tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+    zero_u = (tb & 0).to(tl.uint64)
+    finish_core(
+        row, best, lb, any_nan, any_pinf, any_live, tb, zero_u, zero_u, zero_u, zero_u, zero_u, zero_u,
+        seed_ptr, round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr,
+        trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, False,
+    )  # fmt: skip
+
+
+@triton.jit
+def early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr):
+    """The temperature bits and, for a row whose T is not +-0, its clause-9 draw, computed before C is
+    known (the inputs are ready at once, so the 20 Philox rounds overlap the selection's memory
+    latency). Rows that turn out failed or greedy discard the words (finish_core zeroes them), so no
+    output or trace bit depends on this having run (clauses 4.2, 10.3 concern outputs, not work)."""
+    tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+    seed = tl.load(seed_ptr + row)
+    rnd = tl.load(round_ptr + row)
+    pos = tl.load(pos_ptr + row)
+    zero_u = (tb & 0).to(tl.uint64)
+    k0 = zero_u
+    k1 = zero_u
+    x0 = zero_u
+    x1 = zero_u
+    x2 = zero_u
+    x3 = zero_u
+    if (tb & 0x7FFFFFFF) != 0:
+        k0, k1, x0, x1, x2, x3 = draw_block(seed, rnd, pos)
+    return tb, k0, k1, x0, x1, x2, x3
+
+
+@triton.jit
+def finish_core(
+    row,
+    best,
+    lb,
+    any_nan,
+    any_pinf,
+    any_live,
+    tb,
+    k0,
+    k1,
+    x0,
+    x1,
+    x2,
+    x3,
+    seed_ptr,
+    round_ptr,
+    pos_ptr,
+    tab_z_ptr,
+    tab_e_ptr,
+    status_ptr,
+    token_ptr,
+    ids_ptr,
+    tickets_ptr,
+    trace_ptr,
+    tau_bits,
+    tab_n,
+    TAB_ITERS: tl.constexpr,
+    TRACE: tl.constexpr,
+    HAVE_DRAW: tl.constexpr,
+):
+    """finish_row with the temperature bits ``tb`` given and, when HAVE_DRAW, the row's draw words
+    (k0, k1, x0..x3 from early_draw); without HAVE_DRAW the draw is made here for sampled rows only."""
     lane = tl.arange(0, 32)
     lane64 = lane.to(tl.int64)
     valid = best != KEY_PAD
@@ -246,7 +779,6 @@ def finish_row(
     mb = _lane_value(lb, lane, 0)
 
     # ---- clause 2.1 status, clause 4.1 greedy
-    tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
     t_mag = tb & 0x7FFFFFFF
     bad_t = (t_mag > F32_POS_INF) | (((tb >> 31) == 1) & (t_mag != 0)) | (tb == F32_POS_INF)
     status = tl.where(
@@ -295,14 +827,15 @@ def finish_row(
     sup_t = tl.where(lane < n_sup, _permute(tickets, place), 0)
 
     # ---- clause 9: Philox only on sampled rows (clauses 2.3, 4.2, 10.3)
-    zero_u = (tb & 0).to(tl.uint64)
-    k0 = zero_u
-    k1 = zero_u
-    x0 = zero_u
-    x1 = zero_u
-    x2 = zero_u
-    x3 = zero_u
-    if sampled:
+    if HAVE_DRAW:
+        zero_u = k0 & 0
+        k0 = tl.where(sampled, k0, zero_u)
+        k1 = tl.where(sampled, k1, zero_u)
+        x0 = tl.where(sampled, x0, zero_u)
+        x1 = tl.where(sampled, x1, zero_u)
+        x2 = tl.where(sampled, x2, zero_u)
+        x3 = tl.where(sampled, x3, zero_u)
+    elif sampled:
         k0, k1, x0, x1, x2, x3 = draw_block(
             tl.load(seed_ptr + row), tl.load(round_ptr + row), tl.load(pos_ptr + row)
         )

@@ -1,0 +1,291 @@
+"""Launch-plan variants of the dyadic24 kernel, timed and bit-checked in one GPU process (issue "perf").
+
+For every batch size B (V = 163,840 unless --vocab): CUDA-graph replays of depth 5 (as in
+bench_propose.py) for each named plan, with sampled (T = 1) and greedy (T = 0) rows, plus the torch
+sampler / argmax / launch floor; before timing, every plan's outputs on the same inputs are compared
+bit for bit with the extraction plan (the first H200-validated algorithm). --parts also times the tile
+stage alone and the merge stage alone of the two-launch form. --fuzz N checks each plan without trace
+against the fast reference on N fuzz rows (all families, several V).
+
+Usage on the GPU: python benchmarks/variants.py --out DIR [--batches 1,4,64,256] [--fuzz 600] [--parts]
+Writes DIR/variants.json and DIR/variants.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_propose
+from bench_propose import DEPTH, TAU, Case, versions
+
+from dyadic24.kernels import propose as kp
+from dyadic24.kernels import propose_jit
+
+DEVICE = "cuda"
+_2L = {"fused": False, "split_finish": False}
+PLANS: dict[str, dict[str, Any]] = {
+    # call 1 (2026-11-30): the extraction design and the first threshold geometries
+    "extract-2L-t4096-w4": {"threshold": False, "fused": False},
+    "thr-2L-t2048-w4-m1": {"fused": False, "tile": 2048, "merge_warps": 1},
+    "thr-F-t4096-w4": {"fused": True},
+    "thr-F-t4096-w8": {"fused": True, "num_warps": 8},
+    "thr-F-t2048-w4": {"fused": True, "tile": 2048},
+    "thr-F-t8192-w8": {"fused": True, "tile": 8192, "num_warps": 8},
+    "thr-F-t1024-w2": {"fused": True, "tile": 1024, "chunk": 4096, "num_warps": 2},
+    "thr-F-t4096-w4-late": {"fused": True, "early_draw": False},
+    "thr-F-t4096-w4-nogf": {"fused": True, "greedy_fast": False},
+    # call 2: two- and three-launch forms, tile geometry
+    "thr-2L-t4096-w4": {**_2L, "tile": 4096, "num_warps": 4},
+    "thr-3L-t4096-w4-f1": {**_2L, "split_finish": True, "finish_warps": 1, "tile": 4096, "num_warps": 4},
+    "thr-2L-t2048-w2-m4": {**_2L, "tile": 2048, "num_warps": 2, "merge_warps": 4},
+    "thr-2L-t8192-w8-m4": {**_2L, "tile": 8192, "num_warps": 8, "merge_warps": 4},
+    "thr-2L-t4096-w8-m4": {**_2L, "num_warps": 8, "merge_warps": 4},
+    "thr-2L-t1024-w1-m4": {**_2L, "tile": 1024, "num_warps": 1, "merge_warps": 4},
+}
+CALL2 = (
+    "thr-2L-t4096-w4", "thr-3L-t4096-w4-f1", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4",
+    "thr-2L-t1024-w1-m4",
+)  # fmt: skip
+GREEDY_PLANS = (
+    "extract-2L-t4096-w4", "thr-2L-t4096-w4", "thr-F-t4096-w4", "thr-F-t4096-w4-nogf", "thr-F-t2048-w4",
+    "thr-3L-t4096-w4-f1", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4",
+)  # fmt: skip
+PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
+               "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4")  # fmt: skip
+FUZZ_PLANS = ("thr-2L-t4096-w4", "thr-3L-t4096-w4-f1")
+
+
+def plan_for(name: str, batch: int, vocab: int) -> kp.Plan:
+    return kp.Plan.for_shape(batch, vocab, **PLANS[name])
+
+
+def launcher(case: Case, plan: kp.Plan, temp: torch.Tensor) -> Callable[[list[torch.Tensor]], None]:
+    ws = kp.make_workspace(case.batch, case.vocab, DEVICE, plan.tile, cap=plan.cap, mcap=plan.mcap)
+
+    def run(bufs: list[torch.Tensor]) -> None:
+        for p in range(DEPTH):
+            kp.propose(bufs[p], temp, case.seed, case.round, case.positions[p], tau=TAU,
+                       out=case.outs[p], workspace=ws, plan=plan)  # fmt: skip
+
+    return run
+
+
+def stage_launchers(
+    case: Case, plan: kp.Plan, temp: torch.Tensor
+) -> tuple[Callable[[list[torch.Tensor]], None], Callable[[list[torch.Tensor]], None]]:
+    """The two-launch form's tile stage alone and merge stage alone (the merge reads what the tile
+    stage left in the workspace)."""
+    ws = kp.make_workspace(case.batch, case.vocab, DEVICE, plan.tile, cap=plan.cap, mcap=plan.mcap)
+    tab = kp.prepare(DEVICE)
+    b, v = case.batch, case.vocab
+    src = 0 if case.dtype == torch.float32 else 1
+    tau_bits = int(np.float32(TAU).view(np.uint32))
+
+    def common(p: int) -> tuple[Any, ...]:
+        o = case.outs[p]
+        return (temp.view(torch.int32), case.seed, case.round, case.positions[p], tab.z, tab.e,
+                o[0], o[1], o[2], o[3], ws.flags)  # fmt: skip
+
+    def bits(x: torch.Tensor) -> torch.Tensor:
+        return x.view(torch.int32 if x.dtype == torch.float32 else torch.int16)
+
+    def tiles(bufs: list[torch.Tensor]) -> None:
+        for p in range(DEPTH):
+            propose_jit.tile_kernel[(b * plan.n_tiles,)](
+                bits(bufs[p]), ws.cand, ws.flags, ws.scratch, ws.mscratch, ws.counter, *common(p),
+                v, plan.n_tiles, tau_bits, tab.size,
+                TILE=plan.tile, GROUPS=plan.groups, CAP=plan.cap, POOL=plan.pool, MCAP=plan.mcap,
+                CHUNK=plan.chunk, FCHUNK=kp.FLAG_CHUNK, TAB_ITERS=tab.iterations, TRACE=False, SRC=src,
+                USE_TL_TOPK=False, THRESHOLD=plan.threshold, FUSED=False, GREEDY_FAST=plan.greedy_fast,
+                EARLY_DRAW=plan.early_draw, num_warps=plan.num_warps,
+            )  # fmt: skip
+
+    def merges(bufs: list[torch.Tensor]) -> None:
+        for p in range(DEPTH):
+            propose_jit.merge_kernel[(b,)](
+                bits(bufs[p]), ws.cand, ws.flags, ws.mscratch, ws.best, *common(p),
+                v, plan.n_tiles, tau_bits, tab.size,
+                POOL=plan.pool, MCAP=plan.mcap, CHUNK=plan.chunk, FCHUNK=kp.FLAG_CHUNK,
+                TAB_ITERS=tab.iterations, TRACE=False, SRC=src, USE_TL_TOPK=False,
+                THRESHOLD=plan.threshold, GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw,
+                SPLIT=False, num_warps=plan.merge_warps,
+            )  # fmt: skip
+
+    return tiles, merges
+
+
+def _sync() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def snapshot(case: Case) -> list[torch.Tensor]:
+    return [t.clone() for o in case.outs for t in o]
+
+
+def fuzz_check(
+    rows: int, plans: list[str], vocabs: tuple[int, ...] = (1, 31, 33, 4097, 50000, 163840)
+) -> dict[str, Any]:
+    """Each plan (no trace) against the fast reference on fuzz calls mixing every family."""
+    from dyadic24.kernels import fuzz, gpu_check
+    from dyadic24.kernels.exp_table import load_table
+
+    table_z = [int(v) for v in load_table(torch.device(DEVICE)).z.cpu().tolist()]
+    rng = np.random.default_rng(2024)
+    bad: dict[str, int] = {p: 0 for p in plans}
+    done = 0
+    while done < rows:
+        vocab = int(rng.choice(vocabs))
+        batch = int(max(1, min(64, (1 << 22) // vocab, rows - done)))
+        dtype = "float32"  # (the other dtypes: gpu_check's fuzz, through the trace variant)
+        call = fuzz.make_call(rng, batch, vocab, dtype, table_z)
+        inp = gpu_check.Inputs(call, torch.device(DEVICE))
+        want = inp.reference()
+        for name in plans:
+            plan = kp.Plan.for_shape(batch, vocab, **PLANS[name])
+            out = kp.propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau,
+                             plan=plan)  # fmt: skip
+            _sync()
+            if not gpu_check.outputs_match(out, want):
+                bad[name] += 1
+        done += batch
+    return {"rows": done, "batches_with_mismatch": bad}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--batches", default="1,4,64,256")
+    ap.add_argument("--vocab", type=int, default=163_840)
+    ap.add_argument("--plans", default=",".join(CALL2))
+    ap.add_argument("--baselines", action="store_true", help="also time the torch sampler, argmax and floors")
+    ap.add_argument("--replays", type=int, default=100)
+    ap.add_argument("--parts", action="store_true")
+    ap.add_argument("--fuzz", type=int, default=0)
+    ap.add_argument("--bf16", action="store_true", help="also time the default plan on bf16 logits")
+    ap.add_argument("--dry", action="store_true", help="CPU interpreter smoke run of this script (no timing)")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    global DEVICE  # noqa: PLW0603 (the dry run's CPU device, for the helpers above)
+    time_graphs = bench_propose.time_graphs
+    if args.dry:
+        DEVICE = "cpu"
+
+        def time_graphs(case: Case, body: Callable[[list[torch.Tensor]], None], replays: int, warmup: int
+                        ) -> dict[str, float]:  # fmt: skip
+            body(case.sets[0])
+            return {"median_us": 0.0, "p10_us": 0.0, "p90_us": 0.0}
+
+        info: dict[str, Any] = {"device": "cpu", "torch": torch.__version__, "triton": "-", "date": "-",
+                                "l2_bytes": 1 << 16}  # fmt: skip
+    else:
+        info = versions()
+    l2 = int(info["l2_bytes"]) or 60 * 2**20
+    kp.prepare(DEVICE)
+    names = [n for n in args.plans.split(",") if n]
+    results: list[dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
+    began = time.perf_counter()
+
+    def record(impl: str, batch: int, dtype: str, r: dict[str, float]) -> None:
+        row = {"impl": impl, "B": batch, "V": args.vocab, "dtype": dtype, **r}
+        results.append(row)
+        print(f"{dtype} B={batch:>3} {impl:<36} {r['median_us']:9.1f} us / depth 5 "
+              f"(p10 {r['p10_us']:.1f}, p90 {r['p90_us']:.1f})", flush=True)  # fmt: skip
+
+    dtypes = [("fp32", torch.float32)] + ([("bf16", torch.bfloat16)] if args.bf16 else [])
+    for dname, dtype in dtypes:
+        for batch in (int(b) for b in args.batches.split(",")):
+            case = Case(dtype, args.vocab, batch, l2, DEVICE)
+            plans = names if dname == "fp32" else ["thr-F-t4096-w4", "extract-2L-t4096-w4"]
+            for temp_name, temp in (("sampled", case.t_sampled), ("greedy", case.t_greedy)):
+                ref: list[torch.Tensor] | None = None
+                for name in plans:
+                    if temp_name == "greedy" and name not in GREEDY_PLANS:
+                        continue
+                    plan = plan_for(name, batch, args.vocab)
+                    body = launcher(case, plan, temp)
+                    body(case.sets[0])
+                    _sync()
+                    got = snapshot(case)
+                    if ref is None:
+                        ref = got
+                    same = all(torch.equal(a, b) for a, b in zip(ref, got, strict=True))
+                    checks.append(
+                        {"plan": name, "B": batch, "dtype": dname, "temp": temp_name, "same_bits": same}
+                    )
+                    if not same:
+                        print(
+                            f"!! {name} B={batch} {temp_name}: bits differ from the extraction plan",
+                            flush=True,
+                        )
+                    record(f"{name}/{temp_name}", batch, dname, time_graphs(case, body, args.replays, 20))
+                    if args.parts and temp_name == "sampled" and dname == "fp32" and name in PARTS_PLANS:
+                        tiles, merges = stage_launchers(case, plan, temp)
+                        tiles(case.sets[0])
+                        record(f"{name}/tile-stage", batch, dname, time_graphs(case, tiles, args.replays, 20))
+                        record(
+                            f"{name}/merge-stage", batch, dname, time_graphs(case, merges, args.replays, 20)
+                        )
+            if dname == "fp32" and args.baselines:
+                record("torch-topk-softmax-multinomial", batch, dname,
+                       time_graphs(case, case.torch_sampler, args.replays, 20))  # fmt: skip
+                record("torch-argmax", batch, dname, time_graphs(case, case.torch_argmax, args.replays, 20))
+                record("byte-floor", batch, dname, time_graphs(case, case.byte_floor, args.replays, 20))
+                for n in (1, 2):
+
+                    def floor(bufs: list[torch.Tensor], n: int = n, dummy: torch.Tensor = case.dummy) -> None:
+                        for _ in range(DEPTH * n):
+                            bench_propose._empty_kernel[(1,)](dummy)
+
+                    record(f"launch-floor-{n}", batch, dname, time_graphs(case, floor, args.replays, 20))
+            del case
+            if DEVICE == "cuda":
+                torch.cuda.empty_cache()
+    small = (1, 31, 33, 300)
+    fuzz = (
+        (
+            fuzz_check(args.fuzz, list(FUZZ_PLANS), small)
+            if args.dry
+            else fuzz_check(args.fuzz, list(FUZZ_PLANS))
+        )
+        if args.fuzz
+        else None
+    )
+    report = {"info": info, "depth": DEPTH, "results": results, "bit_checks": checks, "fuzz": fuzz,
+              "plans": PLANS, "seconds": round(time.perf_counter() - began, 1)}  # fmt: skip
+    (args.out / "variants.json").write_text(json.dumps(report, indent=1) + "\n")
+    lines = [
+        f"# variants ({info['device']}, torch {info['torch']}, triton {info['triton']}, {info['date']})",
+        "",
+    ]
+    lines.append("| dtype | B | impl | median us / depth 5 | p10 | p90 |")
+    lines.append("|---|---:|---|---:|---:|---:|")
+    for r in results:
+        lines.append(f"| {r['dtype']} | {r['B']} | {r['impl']} | {r['median_us']:.1f} | {r['p10_us']:.1f} | "
+                     f"{r['p90_us']:.1f} |")  # fmt: skip
+    lines.append("")
+    lines.append(f"bit checks: {sum(c['same_bits'] for c in checks)}/{len(checks)} identical; fuzz: {fuzz}")
+    (args.out / "variants.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return (
+        0
+        if all(c["same_bits"] for c in checks) and not (fuzz and any(fuzz["batches_with_mismatch"].values()))
+        else 1
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""The kernel's selection paths give the reference's bits (clauses 2.1, 3.1-3.3, 4.1).
+
+The tile and merge stages bound the 32nd value by a threshold and compact what lies above it; ties
+at the threshold, more candidates than the compaction slots (the extraction path), the one-launch
+(last program merges) and two-launch forms and the greedy argmax-only branch are each forced here
+by constructed rows and launch plans. Every plan must give the same bits as the fast reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from dyadic24.kernels.backend import select_backend  # noqa: E402
+
+select_backend()
+
+from dyadic24.kernels import fuzz  # noqa: E402
+from dyadic24.kernels.exp_table import TABLE_PATH  # noqa: E402
+from dyadic24.kernels.gpu_check import Inputs, row_diffs  # noqa: E402
+from dyadic24.kernels.propose import TRACE_WORDS, Plan, kernel_device, make_workspace, propose  # noqa: E402
+from dyadic24.kernels.trace import decode  # noqa: E402
+
+DEVICE = kernel_device()
+pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
+
+F32 = np.float32
+
+
+def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.dtype[np.float32]]:
+    idx = np.arange(vocab)
+    if kind == "ramp":  # every tile's values above the previous tile's: merge bound is weak
+        return (idx * 1e-3).astype(F32)
+    if kind == "descending":
+        return (-idx * 1e-3).astype(F32)
+    if kind == "groups":  # most strided groups of a tile hold only tiny values: tile bound is weak
+        row = rng.standard_normal(vocab).astype(F32)
+        row[(idx % 128) < 97] = F32(-1e30)
+        return row
+    if kind == "uniform":  # clause 3.1: all tie, the lowest IDs win
+        return np.full(vocab, F32(1.5))
+    if kind == "zeros":  # -0 == +0 (clause 3.1)
+        return np.where(rng.random(vocab) < 0.5, F32(-0.0), F32(0.0)).astype(F32)
+    if kind == "two_values":
+        return rng.choice(np.array([1.0, 2.0], dtype=F32), vocab)
+    if kind == "sparse":  # C holds -inf tokens (clause 3.2)
+        row = np.full(vocab, -np.inf, dtype=F32)
+        row[rng.choice(vocab, min(vocab, 5), replace=False)] = rng.standard_normal(min(vocab, 5)).astype(F32)
+        return row
+    if kind == "one_live":
+        row = np.full(vocab, -np.inf, dtype=F32)
+        row[vocab - 1] = F32(-3.0)
+        return row
+    if kind == "top_heavy":  # the 40 largest values all in the first tile
+        row = rng.standard_normal(vocab).astype(F32)
+        row[: min(vocab, 40)] += F32(100)
+        return row
+    if kind == "neg_nan":  # the NaN with the smallest value key (clause 2.1)
+        row = rng.standard_normal(vocab).astype(F32)
+        row[vocab // 2] = np.uint32(0xFFFFFFFF).view(F32)
+        return row
+    if kind == "pos_inf_tail":
+        row = rng.standard_normal(vocab).astype(F32)
+        row[vocab - 1] = F32(np.inf)
+        return row
+    return (rng.standard_normal(vocab) * 4).astype(F32)
+
+
+KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
+         "top_heavy", "neg_nan", "pos_inf_tail")  # fmt: skip
+
+
+def _call(vocab: int, seed: int, dtype: str = "float32") -> fuzz.Call:
+    rng = np.random.default_rng(seed)
+    rows = len(KINDS) * 2
+    base = fuzz.make_call(rng, rows, vocab, dtype, [], families=("normal",) * rows)
+    logits = np.stack([_row(KINDS[r % len(KINDS)], vocab, rng) for r in range(rows)])
+    if dtype != "float32":
+        logits = fuzz._round_to(logits, dtype)
+    temperature = base.temperature.copy()
+    temperature[len(KINDS) :] = F32(0.0)  # the second copy of every kind is greedy (clause 4.1)
+    temperature[len(KINDS) + 1] = F32(-0.0)
+    return replace(base, logits=logits, temperature=temperature, families=KINDS * 2)
+
+
+PLANS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "fused": {"fused": True},
+    "split_finish": {"split_finish": True, "finish_warps": 1},
+    "early_draw": {"early_draw": True, "fused": True},
+    "small_tiles": {"tile": 64, "chunk": 64, "pool": 32},
+    "tiny_tiles": {"tile": 32, "chunk": 32, "groups": 32},
+    "group32": {"tile": 1024, "groups": 32, "cap": 64},
+    "no_greedy_fast": {"greedy_fast": False, "tile": 1024},
+    "extraction": {"threshold": False, "tile": 1024, "chunk": 1024},
+}
+
+
+SMALL = {"small_tiles", "tiny_tiles"}  # many programs: slow under the interpreter
+CASES = [(p, v) for p in PLANS for v in ((1, 33, 1100) if p in SMALL else (1, 7, 33, 4097, 9000))]
+
+
+@pytest.mark.parametrize(("plan_name", "vocab"), CASES)
+def test_plans_give_the_reference_bits(plan_name: str, vocab: int) -> None:
+    """clauses 3.2 / 4.1: every selection path and launch form agrees with the reference."""
+    call = _call(vocab, vocab * 31 + len(plan_name))
+    inp = Inputs(call, DEVICE)
+    plan = Plan.for_shape(len(call.logits), vocab, **PLANS[plan_name])
+    out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau, plan=plan)
+    got = [t.cpu().numpy() for t in out]
+    want = inp.reference()
+    from dyadic24.api import Proposal
+
+    diffs = row_diffs(Proposal(status=got[0], token=got[1], ids=got[2], tickets=got[3]), want)
+    assert not diffs, diffs[:3]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_logits(dtype: str) -> None:
+    """clause 1.2: the int32 widening of the tile stage equals the reference's exact widening."""
+    call = _call(5000, 77, dtype)
+    inp = Inputs(call, DEVICE)
+    got = inp.run()
+    assert not row_diffs(got, inp.reference())
+
+
+@pytest.mark.parametrize("plan_name", ["fused", "split_finish"])
+def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
+    """clause 12.3 through the one- and three-launch forms; the fused form's arrival counters are
+    reset for the next launch."""
+    call = _call(9000, 5)
+    inp = Inputs(call, DEVICE)
+    rows = len(call.logits)
+    ws = make_workspace(rows, 9000, DEVICE)
+    plan = Plan.for_shape(rows, 9000, **PLANS[plan_name])
+    for _ in range(2):
+        buf = torch.zeros((rows, TRACE_WORDS), dtype=torch.int64, device=DEVICE)
+        out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau,
+                      trace=buf, workspace=ws, plan=plan)  # fmt: skip
+        assert int(ws.counter.abs().sum()) == 0
+        _, token, ids, tickets = (t.cpu().numpy() for t in out)
+        traces = decode(buf.cpu().numpy(), token, ids, tickets)
+        want = inp.reference(trace=True)
+        assert want.trace is not None
+        for r, (a, b) in enumerate(zip(traces, want.trace, strict=True)):
+            assert a.as_json() == b.as_json(), (r, KINDS[r % len(KINDS)])
