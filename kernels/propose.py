@@ -198,13 +198,16 @@ def prepare(device: torch.device | str | None = None) -> ExpTable:
     return load_table(torch.device(device) if device is not None else kernel_device())
 
 
-def _check_tensor(
+def check_tensor(
     name: str,
     value: Any,
     dtypes: Sequence[torch.dtype],
     shape: tuple[int, ...],
     device: torch.device,
+    device_note: str = "",
 ) -> torch.Tensor:
+    """The tensor, if it has one of ``dtypes``, ``shape``, ``device`` and contiguous strides; else
+    ArgumentError naming the argument (clause 1.5). ``device_note`` says where the device comes from."""
     if not isinstance(value, torch.Tensor):
         raise ArgumentError(name, f"must be a torch.Tensor, got {type(value).__name__}")
     if value.dtype not in dtypes:
@@ -212,7 +215,7 @@ def _check_tensor(
     if tuple(value.shape) != shape:
         raise ArgumentError(name, f"must have shape {list(shape)}, got {list(value.shape)}")
     if value.device != device:
-        raise ArgumentError(name, f"must be on {device}, got {value.device}")
+        raise ArgumentError(name, f"must be on {device}{device_note}, got {value.device}")
     if not value.is_contiguous():
         raise ArgumentError(name, f"must be contiguous, got strides {list(value.stride())}")
     return value
@@ -242,7 +245,7 @@ def _check_logits(logits: Any) -> tuple[torch.Tensor, torch.device]:
 
 def _u64_view(name: str, value: Any, batch: int, device: torch.device) -> torch.Tensor:
     dtypes = [torch.int64] + ([torch.uint64] if hasattr(torch, "uint64") else [])
-    tensor = _check_tensor(name, value, dtypes, (batch,), device)
+    tensor = check_tensor(name, value, dtypes, (batch,), device)
     return tensor if tensor.dtype == torch.int64 else tensor.view(torch.int64)
 
 
@@ -276,7 +279,7 @@ def propose(
     """
     logits, device = _check_logits(logits)
     batch, vocab = (int(v) for v in logits.shape)
-    temp = _check_tensor("temperature", temperature, [torch.float32], (batch,), device)
+    temp = check_tensor("temperature", temperature, [torch.float32], (batch,), device)
     seed64 = _u64_view("seed", seed, batch, device)
     round64 = _u64_view("round", round, batch, device)
     pos64 = _u64_view("position", position, batch, device)
@@ -294,7 +297,7 @@ def propose(
         shapes = ((batch,), (batch,), (batch, K_MAX), (batch, K_MAX))
         names = ("status", "token", "ids", "tickets")
         checked = [
-            _check_tensor(f"out.{n}", t, [torch.int32], s, device)
+            check_tensor(f"out.{n}", t, [torch.int32], s, device)
             for n, t, s in zip(names, out, shapes, strict=True)
         ]
         outputs = (checked[0], checked[1], checked[2], checked[3])
@@ -304,15 +307,15 @@ def propose(
         if not isinstance(workspace, Workspace):
             raise ArgumentError("workspace", f"must be a Workspace, got {type(workspace).__name__}")
         n = plan.n_tiles
-        _check_tensor("workspace", workspace.cand, [torch.int64], (batch, n, 32), device)
-        _check_tensor("workspace", workspace.flags, [torch.int32], (batch, n), device)
-        _check_tensor("workspace", workspace.scratch, [torch.int64], (batch * n, plan.cap), device)
-        _check_tensor("workspace", workspace.mscratch, [torch.int64], (batch, plan.mcap + 32), device)
-        _check_tensor("workspace", workspace.counter, [torch.int32], (batch,), device)
-        _check_tensor("workspace", workspace.best, [torch.int64], (batch, 33), device)
+        check_tensor("workspace", workspace.cand, [torch.int64], (batch, n, 32), device)
+        check_tensor("workspace", workspace.flags, [torch.int32], (batch, n), device)
+        check_tensor("workspace", workspace.scratch, [torch.int64], (batch * n, plan.cap), device)
+        check_tensor("workspace", workspace.mscratch, [torch.int64], (batch, plan.mcap + 32), device)
+        check_tensor("workspace", workspace.counter, [torch.int32], (batch,), device)
+        check_tensor("workspace", workspace.best, [torch.int64], (batch, 33), device)
         ws = workspace
     if trace is not None:
-        trace_buf = _check_tensor("trace", trace, [torch.int64], (batch, TRACE_WORDS), device)
+        trace_buf = check_tensor("trace", trace, [torch.int64], (batch, TRACE_WORDS), device)
     else:
         trace_buf = ws.flags  # never written: TRACE is off
     tab = table if table is not None else _table_for(device)

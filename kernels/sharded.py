@@ -70,6 +70,7 @@ select_backend()
 
 from dyadic24.kernels import sharded_jit  # noqa: E402
 from dyadic24.kernels.exp_table import ExpTable, load_table  # noqa: E402
+from dyadic24.kernels.propose import check_tensor  # noqa: E402
 
 TAU_DEFAULT = float(np.uint32(TAU_DEFAULT_BITS).view(np.float32))  # clause 1.3: RN32(0.7)
 TILE = 4096  # logits per tile program (as the unsharded kernel)
@@ -352,17 +353,7 @@ def make_outputs(batch: int, device: torch.device | str | None = None) -> Output
 def _check_tensor(
     name: str, value: Any, dtypes: Sequence[torch.dtype], shape: tuple[int, ...], device: torch.device
 ) -> torch.Tensor:
-    if not isinstance(value, torch.Tensor):
-        raise ArgumentError(name, f"must be a torch.Tensor, got {type(value).__name__}")
-    if value.dtype not in dtypes:
-        raise ArgumentError(name, f"must have dtype in {[str(d) for d in dtypes]}, got {value.dtype}")
-    if tuple(value.shape) != shape:
-        raise ArgumentError(name, f"must have shape {list(shape)}, got {list(value.shape)}")
-    if value.device != device:
-        raise ArgumentError(name, f"must be on {device} (the local_logits device), got {value.device}")
-    if not value.is_contiguous():
-        raise ArgumentError(name, f"must be contiguous, got strides {list(value.stride())}")
-    return value
+    return check_tensor(name, value, dtypes, shape, device, " (the local_logits device)")
 
 
 def _u64_view(name: str, value: Any, batch: int, device: torch.device) -> torch.Tensor:
