@@ -39,13 +39,30 @@ MERGE_EXACT = {"sub.f64": 1, "div.rn.f64": 2, "fma.rn.f64": 14, "mul.f64": 1}  #
 APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "lg2.approx", "tanh.approx")
 
 
-def _float_ops(ptx: str) -> Counter[str]:
+def float_ops(ptx: str) -> Counter[str]:
+    """Floating-point PTX instructions (loads, stores and moves excluded) and their counts."""
     ops: Counter[str] = Counter()
     for m in re.finditer(r"^\s*([a-z][a-z0-9]*(?:\.[a-z0-9]+)*)\s", ptx, re.MULTILINE):
         op = m.group(1)
         if re.search(r"\.(f16|bf16|f32|f64)\b", op) and not op.startswith(("ld.", "st.", "mov.")):
             ops[op] += 1
     return ops
+
+
+def audit_merge(name: str, ops: Counter[str], exact_counts: bool) -> list[str]:
+    """Problems with a merge kernel's float instructions: only MERGE_ALLOWED ones and, when
+    ``exact_counts``, exactly MERGE_EXACT of each plus at least the 31 additions of the tree."""
+    problems: list[str] = []
+    unexpected = sorted(set(ops) - MERGE_ALLOWED)
+    if unexpected:
+        problems.append(f"{name}: unexpected float instructions {unexpected}")
+    if exact_counts:
+        for op, n in MERGE_EXACT.items():
+            if ops.get(op, 0) != n:
+                problems.append(f"{name}: {ops.get(op, 0)} x {op}, expected {n}")
+        if ops.get("add.f64", 0) < 31:
+            problems.append(f"{name}: {ops.get('add.f64', 0)} x add.f64, expected >= 31 (the tree)")
+    return problems
 
 
 def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str, Any]]]:
@@ -150,7 +167,7 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
             problems.append(f"{name}: does not compile")
             continue
         ptx = compiled.asm["ptx"]
-        ops = _float_ops(ptx)
+        ops = float_ops(ptx)
         approx = sorted(op for op in ops if op.startswith(APPROX))
         results[name] = {
             "compiled": True,
@@ -169,17 +186,9 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         if not merges and ops:
             problems.append(f"{name}: floating-point instructions in a selection kernel {dict(ops)}")
         if merges:
-            unexpected = sorted(set(ops) - MERGE_ALLOWED)
-            if unexpected:
-                problems.append(f"{name}: unexpected float instructions {unexpected}")
-            if "tl.topk" not in name:
-                # the plain variant holds each lane once: exact counts (layout changes elsewhere replicate
-                # the same IEEE operations on copies, which changes counts but not results)
-                for op, n in MERGE_EXACT.items():
-                    if ops.get(op, 0) != n:
-                        problems.append(f"{name}: {ops.get(op, 0)} x {op}, expected {n}")
-                if ops.get("add.f64", 0) < 31:
-                    problems.append(f"{name}: {ops.get('add.f64', 0)} x add.f64, expected >= 31 (the tree)")
+            # the plain variant holds each lane once: exact counts (layout changes elsewhere replicate
+            # the same IEEE operations on copies, which changes counts but not results)
+            problems += audit_merge(name, ops, exact_counts="tl.topk" not in name)
     return {
         "arch": arch,
         "triton": triton.__version__,

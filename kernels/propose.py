@@ -243,6 +243,20 @@ def _check_logits(logits: Any) -> tuple[torch.Tensor, torch.device]:
     return logits, logits.device
 
 
+def check_outputs(out: Any, batch: int, device: torch.device, device_note: str = "") -> Outputs:
+    """``out`` as the clause-12.1 outputs (status, token, ids, tickets): int32 [B], [B], [B, 32],
+    [B, 32] on ``device``; else ArgumentError naming the tensor (clause 1.5)."""
+    if not isinstance(out, (tuple, list)) or len(out) != 4:
+        raise ArgumentError("out", "must be a sequence (status, token, ids, tickets) of 4 tensors")
+    shapes = ((batch,), (batch,), (batch, K_MAX), (batch, K_MAX))
+    names = ("status", "token", "ids", "tickets")
+    checked = [
+        check_tensor(f"out.{n}", t, [torch.int32], s, device, device_note)
+        for n, t, s in zip(names, out, shapes, strict=True)
+    ]
+    return (checked[0], checked[1], checked[2], checked[3])
+
+
 def _u64_view(name: str, value: Any, batch: int, device: torch.device) -> torch.Tensor:
     dtypes = [torch.int64] + ([torch.uint64] if hasattr(torch, "uint64") else [])
     tensor = check_tensor(name, value, dtypes, (batch,), device)
@@ -289,18 +303,7 @@ def propose(
     elif not isinstance(plan, Plan) or (plan.batch, plan.vocab) != (batch, vocab):
         raise ArgumentError("plan", f"must be a Plan for shape [{batch}, {vocab}]")
 
-    if out is None:
-        outputs = make_outputs(batch, device)
-    else:
-        if not isinstance(out, (tuple, list)) or len(out) != 4:
-            raise ArgumentError("out", "must be a sequence (status, token, ids, tickets) of 4 tensors")
-        shapes = ((batch,), (batch,), (batch, K_MAX), (batch, K_MAX))
-        names = ("status", "token", "ids", "tickets")
-        checked = [
-            check_tensor(f"out.{n}", t, [torch.int32], s, device)
-            for n, t, s in zip(names, out, shapes, strict=True)
-        ]
-        outputs = (checked[0], checked[1], checked[2], checked[3])
+    outputs = make_outputs(batch, device) if out is None else check_outputs(out, batch, device)
     if workspace is None:
         ws = make_workspace(batch, vocab, device, plan.tile, cap=plan.cap, mcap=plan.mcap)
     else:

@@ -70,7 +70,7 @@ select_backend()
 
 from dyadic24.kernels import sharded_jit  # noqa: E402
 from dyadic24.kernels.exp_table import ExpTable, load_table  # noqa: E402
-from dyadic24.kernels.propose import check_tensor  # noqa: E402
+from dyadic24.kernels.propose import check_outputs, check_tensor  # noqa: E402
 
 TAU_DEFAULT = float(np.uint32(TAU_DEFAULT_BITS).view(np.float32))  # clause 1.3: RN32(0.7)
 TILE = 4096  # logits per tile program (as the unsharded kernel)
@@ -419,15 +419,7 @@ def _check_call(
     tau_bits = tau_to_bits(tau)
     outputs: Outputs | None = None
     if out is not None:
-        if not isinstance(out, (tuple, list)) or len(out) != 4:
-            raise ArgumentError("out", "must be a sequence (status, token, ids, tickets) of 4 tensors")
-        shapes = ((batch,), (batch,), (batch, K_MAX), (batch, K_MAX))
-        names = ("status", "token", "ids", "tickets")
-        checked = [
-            _check_tensor(f"out.{n}", t, [torch.int32], s, device)
-            for n, t, s in zip(names, out, shapes, strict=True)
-        ]
-        outputs = (checked[0], checked[1], checked[2], checked[3])
+        outputs = check_outputs(out, batch, device, " (the local_logits device)")
     return _Call(logits, batch, v_local, offset, total, temp, seed64, round64, pos64, tau_bits, outputs)
 
 

@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
@@ -1246,7 +1245,7 @@ def aot(arch: int = 90) -> dict[str, Any]:
     from triton.compiler import ASTSource
 
     from dyadic24.kernels import sharded_jit
-    from dyadic24.kernels.aot_check import APPROX, MERGE_ALLOWED, MERGE_EXACT
+    from dyadic24.kernels.aot_check import APPROX, audit_merge, float_ops
 
     variants: list[tuple[Any, str, dict[str, str], dict[str, Any]]] = []
     ints = {
@@ -1315,7 +1314,7 @@ def aot(arch: int = 90) -> dict[str, Any]:
             results[name] = {"compiled": False, "error": repr(exc)[:4000]}
             problems.append(f"{name}: does not compile")
             continue
-        ops = _float_ops(compiled.asm["ptx"])
+        ops = float_ops(compiled.asm["ptx"])
         results[name] = {
             "compiled": True,
             "seconds": round(time.perf_counter() - began, 2),
@@ -1326,14 +1325,7 @@ def aot(arch: int = 90) -> dict[str, Any]:
         if not name.startswith("merge") and ops:
             problems.append(f"{name}: floating-point instructions {dict(ops)}")
         if name.startswith("merge"):
-            unexpected = sorted(set(ops) - MERGE_ALLOWED)
-            if unexpected:
-                problems.append(f"{name}: unexpected float instructions {unexpected}")
-            for op, n in MERGE_EXACT.items():
-                if ops.get(op, 0) != n:
-                    problems.append(f"{name}: {ops.get(op, 0)} x {op}, expected {n}")
-            if ops.get("add.f64", 0) < 31:
-                problems.append(f"{name}: {ops.get('add.f64', 0)} x add.f64, expected >= 31 (the tree)")
+            problems += audit_merge(name, ops, exact_counts=True)
     return {
         "arch": arch,
         "triton": triton.__version__,
@@ -1341,15 +1333,6 @@ def aot(arch: int = 90) -> dict[str, Any]:
         "problems": problems,
         "passed": not problems,
     }
-
-
-def _float_ops(ptx: str) -> Counter[str]:
-    ops: Counter[str] = Counter()
-    for m in re.finditer(r"^\s*([a-z][a-z0-9]*(?:\.[a-z0-9]+)*)\s", ptx, re.MULTILINE):
-        op = m.group(1)
-        if re.search(r"\.(f16|bf16|f32|f64)\b", op) and not op.startswith(("ld.", "st.", "mov.")):
-            ops[op] += 1
-    return ops
 
 
 def _under_torchrun() -> bool:
