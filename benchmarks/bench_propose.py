@@ -45,10 +45,6 @@ def _empty_kernel(x_ptr):  # type: ignore[no-untyped-def]
     pass
 
 
-def _launches_per_position() -> int:
-    return int(getattr(kp, "LAUNCHES_PER_POSITION", 2))
-
-
 class Case:
     """Buffers and graphs for one (dtype, V, B) configuration."""
 
@@ -77,6 +73,7 @@ class Case:
         self.ws = kp.make_workspace(batch, vocab, device)
         self.sink = torch.empty(batch, 1, dtype=torch.int64, device=device)
         self.dummy = torch.empty(1, device=device)
+        self.launches = kp.Plan.for_shape(batch, vocab).launches  # of the default plan
 
     # One position of each implementation -------------------------------------------------
     def kernel(self, temp: torch.Tensor) -> Callable[[list[torch.Tensor]], None]:
@@ -99,7 +96,7 @@ class Case:
             self.sink[:, 0].copy_(torch.argmax(bufs[p], dim=-1))
 
     def launch_floor(self, bufs: list[torch.Tensor]) -> None:
-        for _ in range(DEPTH * _launches_per_position()):
+        for _ in range(DEPTH * self.launches):
             _empty_kernel[(1,)](self.dummy)
 
     def byte_floor(self, bufs: list[torch.Tensor]) -> None:
@@ -183,8 +180,7 @@ def main() -> int:
     # still leaves every finished case behind
     order = [(d, v) for v in vocabs for d in dtypes]
     results: list[dict[str, Any]] = []
-    report = {"info": info, "depth": DEPTH, "tau": TAU, "launches_per_position": _launches_per_position(),
-              "results": results}  # fmt: skip
+    report = {"info": info, "depth": DEPTH, "tau": TAU, "results": results}
     for dname, vocab in order:
         dtype = dtypes[dname]
         for batch in batches:
@@ -199,7 +195,7 @@ def main() -> int:
             }
             for name, body in impls.items():
                 r = time_graphs(case, body, args.replays, warmup=30)
-                row = {"impl": name, "dtype": dname, "V": vocab, "B": batch, **r,
+                row = {"impl": name, "dtype": dname, "V": vocab, "B": batch, "launches": case.launches, **r,
                        "per_position_us": r["median_us"] / DEPTH}  # fmt: skip
                 results.append(row)
                 print(f"{dname} V={vocab:>6} B={batch:>3} {name:<32} {r['median_us']:9.1f} us / depth 5",

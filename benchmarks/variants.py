@@ -31,14 +31,13 @@ import bench_propose
 from bench_propose import DEPTH, TAU, Case, versions
 
 from dyadic24.kernels import propose as kp
-from dyadic24.kernels import propose_jit
 
 DEVICE = "cuda"
-_2L = {"fused": False, "split_finish": False}
+_2L = {"fused": False, "split_finish": False, "maxnreg": None}
 PLANS: dict[str, dict[str, Any]] = {
     # call 1 (2026-11-30): the extraction design and the first threshold geometries
-    "extract-2L-t4096-w4": {"threshold": False, "fused": False},
-    "thr-2L-t2048-w4-m1": {"fused": False, "tile": 2048, "merge_warps": 1},
+    "extract-2L-t4096-w4": {"threshold": False, "fused": False, "maxnreg": None},
+    "thr-2L-t2048-w4-m1": {"fused": False, "tile": 2048, "merge_warps": 1, "maxnreg": None},
     "thr-F-t4096-w4": {"fused": True},
     "thr-F-t4096-w8": {"fused": True, "num_warps": 8},
     "thr-F-t2048-w4": {"fused": True, "tile": 2048},
@@ -53,18 +52,33 @@ PLANS: dict[str, dict[str, Any]] = {
     "thr-2L-t8192-w8-m4": {**_2L, "tile": 8192, "num_warps": 8, "merge_warps": 4},
     "thr-2L-t4096-w8-m4": {**_2L, "num_warps": 8, "merge_warps": 4},
     "thr-2L-t1024-w1-m4": {**_2L, "tile": 1024, "num_warps": 1, "merge_warps": 4},
+    # call 3 (session 2): column-group tile with bit-mask compaction, pooled merge
+    "prev-default": {**_2L, "fast_tile": False, "merge_pool": 0},
+    "fast-tile-only": {**_2L, "merge_pool": 0},
+    "fast": {**_2L},
+    "fast-m8": {**_2L, "merge_warps": 8},
+    "fast-w8": {**_2L, "num_warps": 8},
+    "fast-t8192-w8": {**_2L, "tile": 8192, "num_warps": 8},
+    "fast-t2048-w4": {**_2L, "tile": 2048},
+    "fast-fused": {"fused": True},
+    "fast-r96": {**_2L, "maxnreg": 96},
+    "fast-r64": {**_2L, "maxnreg": 64},
+    "default": {},
 }
+CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
+         "fast-fused")  # fmt: skip
 CALL2 = (
     "thr-2L-t4096-w4", "thr-3L-t4096-w4-f1", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4",
     "thr-2L-t1024-w1-m4",
 )  # fmt: skip
 GREEDY_PLANS = (
     "extract-2L-t4096-w4", "thr-2L-t4096-w4", "thr-F-t4096-w4", "thr-F-t4096-w4-nogf", "thr-F-t2048-w4",
-    "thr-3L-t4096-w4-f1", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4",
+    "thr-3L-t4096-w4-f1", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4", *CALL3, "fast-r96", "fast-r64",
+    "default",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
-               "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4")  # fmt: skip
-FUZZ_PLANS = ("thr-2L-t4096-w4", "thr-3L-t4096-w4-f1")
+               "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip
+FUZZ_PLANS = ("thr-2L-t4096-w4", "thr-3L-t4096-w4-f1", "fast", "fast-fused", "fast-r64")
 
 
 def plan_for(name: str, batch: int, vocab: int) -> kp.Plan:
@@ -72,7 +86,7 @@ def plan_for(name: str, batch: int, vocab: int) -> kp.Plan:
 
 
 def launcher(case: Case, plan: kp.Plan, temp: torch.Tensor) -> Callable[[list[torch.Tensor]], None]:
-    ws = kp.make_workspace(case.batch, case.vocab, DEVICE, plan.tile, cap=plan.cap, mcap=plan.mcap)
+    ws = kp.make_workspace(case.batch, case.vocab, DEVICE, plan.tile, cap=plan.scratch_width, mcap=plan.mcap)
 
     def run(bufs: list[torch.Tensor]) -> None:
         for p in range(DEPTH):
@@ -87,9 +101,9 @@ def stage_launchers(
 ) -> tuple[Callable[[list[torch.Tensor]], None], Callable[[list[torch.Tensor]], None]]:
     """The two-launch form's tile stage alone and merge stage alone (the merge reads what the tile
     stage left in the workspace)."""
-    ws = kp.make_workspace(case.batch, case.vocab, DEVICE, plan.tile, cap=plan.cap, mcap=plan.mcap)
+    ws = kp.make_workspace(case.batch, case.vocab, DEVICE, plan.tile, cap=plan.scratch_width, mcap=plan.mcap)
     tab = kp.prepare(DEVICE)
-    b, v = case.batch, case.vocab
+
     src = 0 if case.dtype == torch.float32 else 1
     tau_bits = int(np.float32(TAU).view(np.uint32))
 
@@ -103,25 +117,14 @@ def stage_launchers(
 
     def tiles(bufs: list[torch.Tensor]) -> None:
         for p in range(DEPTH):
-            propose_jit.tile_kernel[(b * plan.n_tiles,)](
-                bits(bufs[p]), ws.cand, ws.flags, ws.scratch, ws.mscratch, ws.counter, *common(p),
-                v, plan.n_tiles, tau_bits, tab.size,
-                TILE=plan.tile, GROUPS=plan.groups, CAP=plan.cap, POOL=plan.pool, MCAP=plan.mcap,
-                CHUNK=plan.chunk, FCHUNK=kp.FLAG_CHUNK, TAB_ITERS=tab.iterations, TRACE=False, SRC=src,
-                USE_TL_TOPK=False, THRESHOLD=plan.threshold, FUSED=False, GREEDY_FAST=plan.greedy_fast,
-                EARLY_DRAW=plan.early_draw, num_warps=plan.num_warps,
-            )  # fmt: skip
+            kp.launch(
+                plan, bits(bufs[p]), ws, common(p), tau_bits, tab, trace=False, src=src, stages=("tile",)
+            )
 
     def merges(bufs: list[torch.Tensor]) -> None:
         for p in range(DEPTH):
-            propose_jit.merge_kernel[(b,)](
-                bits(bufs[p]), ws.cand, ws.flags, ws.mscratch, ws.best, *common(p),
-                v, plan.n_tiles, tau_bits, tab.size,
-                POOL=plan.pool, MCAP=plan.mcap, CHUNK=plan.chunk, FCHUNK=kp.FLAG_CHUNK,
-                TAB_ITERS=tab.iterations, TRACE=False, SRC=src, USE_TL_TOPK=False,
-                THRESHOLD=plan.threshold, GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw,
-                SPLIT=False, num_warps=plan.merge_warps,
-            )  # fmt: skip
+            kp.launch(plan, bits(bufs[p]), ws, common(p), tau_bits, tab, trace=False, src=src,
+                      stages=("merge", "finish"))  # fmt: skip
 
     return tiles, merges
 

@@ -75,6 +75,9 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
         "tab_z_ptr": "*i64", "tab_e_ptr": "*i64", "status_ptr": "*i32", "token_ptr": "*i32",
         "ids_ptr": "*i32", "tickets_ptr": "*i32",
     }  # fmt: skip
+    # the merge's pool as the default plan makes it for the benchmark's vocabulary (40 tiles)
+    pool_t, pool_k = kp.Plan.for_shape(1, 163_840).pool_shape
+    pool = {"MPOOL_T": pool_t, "MPOOL_K": pool_k}
     sizes = {"POOL": kp.POOL, "MCAP": kp.MCAP, "CHUNK": kp.CHUNK, "FCHUNK": kp.FLAG_CHUNK, "TAB_ITERS": 6}
     # (threshold, tl.topk) methods: the default, and the extraction paths
     methods = ((True, False), (False, False), (False, True)) if everything else ((True, False),)
@@ -92,6 +95,8 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "TILE": kp.TILE, "GROUPS": kp.GROUPS, "CAP": kp.CAP, **sizes, "TRACE": trace,
                         "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold, "FUSED": fused,
                         "GREEDY_FAST": kp.GREEDY_FAST, "EARLY_DRAW": kp.EARLY_DRAW,
+                        "FAST": kp.FAST_TILE and threshold, "NT": 32 * kp.NUM_WARPS, "FCAP": kp.FCAP,
+                        **pool,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
@@ -110,6 +115,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                     consts = {
                         **sizes, "TRACE": trace, "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold,
                         "GREEDY_FAST": kp.GREEDY_FAST, "EARLY_DRAW": kp.EARLY_DRAW, "SPLIT": split,
+                        **(pool if threshold else {"MPOOL_T": 0, "MPOOL_K": 0}),
                     }  # fmt: skip
                     name = (
                         f"merge/src{src}{'/trace' if trace else ''}{'/split' if split else ''}"

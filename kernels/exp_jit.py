@@ -50,20 +50,22 @@ def exp_binary32(z, tab_z_ptr, tab_e_ptr, tab_n, TAB_ITERS: tl.constexpr):
     y = tl.exp(widen32to64(z))
     r, dist = round_to_binary32(y.to(tl.int64, bitcast=True))
     flagged = neg & (mag != 0) & (mag <= Z_MIN_MAG) & (dist <= FLAG_ULPS)
-    lo = tl.zeros_like(z)
-    hi = tl.zeros_like(z) + tab_n
-    for _ in tl.static_range(TAB_ITERS):
-        active = flagged & (lo < hi)
-        mid = (lo + hi) >> 1
-        v = tl.load(tab_z_ptr + mid, mask=active, other=0)
-        right = v < z
-        lo = tl.where(active & right, mid + 1, lo)
-        hi = tl.where(active & (v >= z), mid, hi)
-    at = flagged & (lo < tab_n)
-    zv = tl.load(tab_z_ptr + lo, mask=at, other=-1)
-    found = at & (zv == z)
-    ev = tl.load(tab_e_ptr + lo, mask=found, other=0)
-    r = tl.where(found, ev, r)
+    found = flagged & False
+    if tl.max(flagged.to(tl.int32)) != 0:  # (rare: the search's dependent loads are skipped)
+        lo = tl.zeros_like(z)
+        hi = tl.zeros_like(z) + tab_n
+        for _ in tl.static_range(TAB_ITERS):
+            active = flagged & (lo < hi)
+            mid = (lo + hi) >> 1
+            v = tl.load(tab_z_ptr + mid, mask=active, other=0)
+            right = v < z
+            lo = tl.where(active & right, mid + 1, lo)
+            hi = tl.where(active & (v >= z), mid, hi)
+        at = flagged & (lo < tab_n)
+        zv = tl.load(tab_z_ptr + lo, mask=at, other=-1)
+        found = at & (zv == z)
+        ev = tl.load(tab_e_ptr + lo, mask=found, other=0)
+        r = tl.where(found, ev, r)
     r = tl.where(mag == 0, 0x3F800000, r)
     r = tl.where(neg & (mag > Z_MIN_MAG), 0, r)
     return r, flagged, found

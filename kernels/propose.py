@@ -39,14 +39,21 @@ CAP = 64  # compaction slots per tile (more elements above the bound: the extrac
 POOL = 128  # candidates whose 32nd largest value bounds the row's 32nd value
 MCAP = 64  # compaction slots of the merge
 MERGE_WARPS = 4
-FUSED = False  # one launch per position (the row's last tile program merges): measured no faster
-# at B <= 4 and 15-25 % slower at B >= 64 (the merge's registers lower the tile programs' occupancy)
+FAST_TILE = True  # per-thread groups, bitonic top-k bound, compaction scan over thread totals
+FCAP = 128  # compaction slots of the fast tile path (more: the GROUPS / CAP path)
+MERGE_POOL = 512  # keys the merge's first try reads (the first POOL_K of every tile)
+MERGE_POOL_MIN_K = 4  # below this many keys per tile the merge starts with the full threshold path
+FUSED_MAX_BATCH = 8  # default_fused: one launch per position up to this batch size (column-group
+# tile, H200: 71.3 vs 78.4 us at B = 1 and 76.4 vs 84.9 at B = 4 for two launches; at B = 16 two
+# launches with TILE_MAXNREG win, 108.7-109.5 vs 131.0)
+TILE_MAXNREG = 64  # register cap of the two-launch tile kernel (more programs per SM): at B = 256
+# 623 vs 1095 us sampled and 286 vs 517 greedy, at B = 64 239 vs 346 and 93 vs 151
+FUSED = False  # one launch per position at every batch size
 GREEDY_FAST = True  # greedy rows without trace compute the argmax only (device-side branch)
 EARLY_DRAW = False  # the Philox draw before C is known (overlaps memory waits): measured no gain
 SPLIT_FINISH = False  # a third launch, with FINISH_WARPS warps, runs the finish: measured +1-2 % at
 # B <= 4, -1 % at B = 256
 FINISH_WARPS = 1
-LAUNCHES_PER_POSITION = 1 if FUSED else (3 if SPLIT_FINISH else 2)  # for the benchmark's launch floor
 LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # clause 1.2
 _SRC_KIND = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # ieee_jit.SRC_*
 Outputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -65,7 +72,16 @@ class Plan:
     warps of the two-launch form's merge program; ``split_finish``: a third launch of
     ``finish_warps`` warps per row runs clauses 3.3-9 after the merge found C.
 
-    ``launches`` is the number of kernel launches per position.
+    ``fast_tile``: the column-group tile selection (falls back to the strided-group one, ``groups`` /
+    ``cap``, when more than ``fcap`` elements pass its bound); ``merge_pool``: keys of the merge's
+    first try, the leading keys of every tile (``pool_shape``; 0 disables it); ``maxnreg``: register
+    cap of the tile kernel (None: none; ``for_shape``'s default 0 means TILE_MAXNREG for the
+    two-launch form, none for the fused one). ``launches`` is the number of launches per position.
+    ``by_count``: the column-group tile and the pooled merge order their candidates by exact integer
+    count matrices instead of Triton's bitonic top-k (same bits; ``for_shape``'s default under
+    Triton's interpreter, where the bitonic network is slow; the GPU default is the top-k, which the
+    interpreter tests also run through explicit plans). ``for_shape`` leaves ``fused`` to
+    default_fused(batch) unless given.
     """
 
     batch: int
@@ -85,10 +101,30 @@ class Plan:
     merge_warps: int = MERGE_WARPS
     split_finish: bool = SPLIT_FINISH
     finish_warps: int = FINISH_WARPS
+    fast_tile: bool = FAST_TILE
+    fcap: int = FCAP
+    merge_pool: int = MERGE_POOL
+    maxnreg: int | None = None
+    by_count: bool = False
 
     @property
     def launches(self) -> int:
         return 1 if self.fused else (3 if self.split_finish else 2)
+
+    @property
+    def scratch_width(self) -> int:
+        """int64 slots per tile program in the workspace's compaction rows."""
+        return max(self.cap, self.fcap) if self.fast_tile else self.cap
+
+    @property
+    def pool_shape(self) -> tuple[int, int]:
+        """(tiles, keys per tile) of the merge's first try, (0, 0) when it is not used: every tile's
+        list padded to a power of two, as many leading keys of each as fit in ``merge_pool``."""
+        tiles = 1 << max(0, (self.n_tiles - 1).bit_length())
+        per = min(32, self.merge_pool // tiles) if self.merge_pool >= tiles else 0
+        if not self.threshold or per < MERGE_POOL_MIN_K:
+            return (0, 0)
+        return (tiles, 1 << (per.bit_length() - 1))
 
     @staticmethod
     def for_shape(
@@ -103,22 +139,31 @@ class Plan:
         mcap: int = MCAP,
         num_warps: int | None = None,
         threshold: bool = True,
-        fused: bool = FUSED,
+        fused: bool | None = None,
         greedy_fast: bool = GREEDY_FAST,
         early_draw: bool = EARLY_DRAW,
         merge_warps: int | None = None,
         split_finish: bool = SPLIT_FINISH,
         finish_warps: int = FINISH_WARPS,
+        fast_tile: bool = FAST_TILE,
+        fcap: int = FCAP,
+        merge_pool: int = MERGE_POOL,
+        maxnreg: int | None = 0,
+        by_count: bool | None = None,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile)."""
         if tile is None:
             tile = default_tile(batch)
+        if fused is None:
+            fused = default_fused(batch)
+        if maxnreg == 0:  # the default: the cap for the two-launch form's tile kernel
+            maxnreg = None if fused else TILE_MAXNREG
         if num_warps is None:
             num_warps = NUM_WARPS
         for name, value in (("tile", tile), ("chunk", chunk), ("groups", groups), ("pool", pool)):
             if value < 32 or value & (value - 1):
                 raise ArgumentError(name, f"must be a power of two >= 32, got {value}")
-        for name, value in (("cap", cap), ("mcap", mcap)):
+        for name, value in (("cap", cap), ("mcap", mcap), ("fcap", fcap)):
             if value < 64 or value & (value - 1):
                 raise ArgumentError(name, f"must be a power of two >= 64, got {value}")
         if threshold and (tile > 16384 or chunk > 16384):
@@ -127,6 +172,8 @@ class Plan:
             batch, vocab, tile, -(-vocab // tile), chunk, min(groups, tile), cap, pool, mcap, num_warps,
             threshold, fused, greedy_fast, early_draw, MERGE_WARPS if merge_warps is None else merge_warps,
             split_finish and not fused, finish_warps,
+            fast_tile and threshold and tile >= 256 * num_warps, fcap, merge_pool, maxnreg,
+            interpreting() if by_count is None else by_count,
         )  # fmt: skip
 
 
@@ -154,6 +201,13 @@ def default_tile(batch: int) -> int:
     return TILE
 
 
+def default_fused(batch: int) -> bool:
+    """Whether the default plan for a batch size launches once per position (the row's last tile
+    program merges). Measured on an H200 (benchmarks/NOTES.md): one launch wins at small B, where the
+    position is a latency chain, and loses at large B, where the merge's registers cost tile programs."""
+    return FUSED or batch <= FUSED_MAX_BATCH
+
+
 def kernel_device() -> torch.device:
     """The device the kernels run on: CUDA when compiling, CPU under the interpreter."""
     return torch.device("cpu") if interpreting() else torch.device("cuda")
@@ -165,12 +219,14 @@ def make_workspace(
     device: torch.device | str | None = None,
     tile: int | None = None,
     *,
-    cap: int = CAP,
+    cap: int | None = None,
     mcap: int = MCAP,
 ) -> Workspace:
     """Allocate the workspace for a [batch, vocab] call (reuse it across calls and graph replays);
     ``tile`` must match the call's plan (default: the default plan's, default_tile(batch))."""
     n_tiles = -(-vocab // (tile if tile is not None else default_tile(batch)))
+    if cap is None:
+        cap = max(CAP, FCAP)  # wide enough for every plan's compaction rows (Plan.scratch_width)
     dev = torch.device(device) if device is not None else kernel_device()
     return Workspace(
         cand=torch.empty((batch, n_tiles, 32), dtype=torch.int64, device=dev),
@@ -305,14 +361,17 @@ def propose(
 
     outputs = make_outputs(batch, device) if out is None else check_outputs(out, batch, device)
     if workspace is None:
-        ws = make_workspace(batch, vocab, device, plan.tile, cap=plan.cap, mcap=plan.mcap)
+        ws = make_workspace(batch, vocab, device, plan.tile, cap=plan.scratch_width, mcap=plan.mcap)
     else:
         if not isinstance(workspace, Workspace):
             raise ArgumentError("workspace", f"must be a Workspace, got {type(workspace).__name__}")
         n = plan.n_tiles
         check_tensor("workspace", workspace.cand, [torch.int64], (batch, n, 32), device)
         check_tensor("workspace", workspace.flags, [torch.int32], (batch, n), device)
-        check_tensor("workspace", workspace.scratch, [torch.int64], (batch * n, plan.cap), device)
+        width = int(workspace.scratch.shape[-1]) if workspace.scratch.dim() == 2 else 0
+        if width < plan.scratch_width:
+            raise ArgumentError("workspace", f"compaction rows must hold >= {plan.scratch_width} keys")
+        check_tensor("workspace", workspace.scratch, [torch.int64], (batch * n, width), device)
         check_tensor("workspace", workspace.mscratch, [torch.int64], (batch, plan.mcap + 32), device)
         check_tensor("workspace", workspace.counter, [torch.int32], (batch,), device)
         check_tensor("workspace", workspace.best, [torch.int64], (batch, 33), device)
@@ -331,30 +390,57 @@ def propose(
         outputs[0], outputs[1], outputs[2], outputs[3], trace_buf,
     )  # fmt: skip
     with _launch_context(device):
-        propose_jit.tile_kernel[(batch * plan.n_tiles,)](
+        launch(plan, bits, ws, common, tau_bits, tab, trace=trace is not None, src=src,
+               use_tl_topk=use_tl_topk)  # fmt: skip
+    return outputs
+
+
+def launch(
+    plan: Plan,
+    bits: torch.Tensor,
+    ws: Workspace,
+    common: tuple[Any, ...],
+    tau_bits: int,
+    tab: ExpTable,
+    *,
+    trace: bool,
+    src: int,
+    use_tl_topk: bool = False,
+    stages: tuple[str, ...] = ("tile", "merge", "finish"),
+) -> None:
+    """Launch the plan's kernels on checked arguments (``stages`` selects some, for stage timing).
+
+    ``common``: temperature (int32 view), seed, round, position, exp table z and e, the four outputs
+    and the trace buffer (any int tensor when ``trace`` is off)."""
+    pool_t, pool_k = plan.pool_shape
+    vocab = plan.vocab
+    if "tile" in stages:
+        propose_jit.tile_kernel[(plan.batch * plan.n_tiles,)](
             bits, ws.cand, ws.flags, ws.scratch, ws.mscratch, ws.counter, *common,
             vocab, plan.n_tiles, tau_bits, tab.size,
             TILE=plan.tile, GROUPS=plan.groups, CAP=plan.cap, POOL=plan.pool, MCAP=plan.mcap,
-            CHUNK=plan.chunk, FCHUNK=FLAG_CHUNK, TAB_ITERS=tab.iterations, TRACE=trace is not None,
+            CHUNK=plan.chunk, FCHUNK=FLAG_CHUNK, TAB_ITERS=tab.iterations, TRACE=trace,
             SRC=src, USE_TL_TOPK=use_tl_topk, THRESHOLD=plan.threshold, FUSED=plan.fused,
-            GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw, num_warps=plan.num_warps,
+            GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw, FAST=plan.fast_tile,
+            NT=32 * plan.num_warps, FCAP=plan.fcap, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
+            num_warps=plan.num_warps, **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
-        if not plan.fused:
-            propose_jit.merge_kernel[(batch,)](
-                bits, ws.cand, ws.flags, ws.mscratch, ws.best, *common,
-                vocab, plan.n_tiles, tau_bits, tab.size,
-                POOL=plan.pool, MCAP=plan.mcap, CHUNK=plan.chunk, FCHUNK=FLAG_CHUNK,
-                TAB_ITERS=tab.iterations, TRACE=trace is not None, SRC=src, USE_TL_TOPK=use_tl_topk,
-                THRESHOLD=plan.threshold, GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw,
-                SPLIT=plan.split_finish, num_warps=plan.merge_warps,
-            )  # fmt: skip
-        if plan.split_finish:
-            propose_jit.finish_kernel[(batch,)](
-                bits, ws.best, *common, vocab, tau_bits, tab.size, 1,
-                TAB_ITERS=tab.iterations, TRACE=trace is not None, SRC=src, EARLY_DRAW=plan.early_draw,
-                num_warps=plan.finish_warps,
-            )  # fmt: skip
-    return outputs
+    if not plan.fused and "merge" in stages:
+        propose_jit.merge_kernel[(plan.batch,)](
+            bits, ws.cand, ws.flags, ws.mscratch, ws.best, *common,
+            vocab, plan.n_tiles, tau_bits, tab.size,
+            POOL=plan.pool, MCAP=plan.mcap, CHUNK=plan.chunk, FCHUNK=FLAG_CHUNK,
+            TAB_ITERS=tab.iterations, TRACE=trace, SRC=src, USE_TL_TOPK=use_tl_topk,
+            THRESHOLD=plan.threshold, GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw,
+            SPLIT=plan.split_finish, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
+            num_warps=plan.merge_warps,
+        )  # fmt: skip
+    if plan.split_finish and "finish" in stages:
+        propose_jit.finish_kernel[(plan.batch,)](
+            bits, ws.best, *common, vocab, tau_bits, tab.size, 1,
+            TAB_ITERS=tab.iterations, TRACE=trace, SRC=src, EARLY_DRAW=plan.early_draw,
+            num_warps=plan.finish_warps,
+        )  # fmt: skip
 
 
 def _table_for(device: torch.device) -> ExpTable:

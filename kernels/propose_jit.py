@@ -5,7 +5,10 @@
 (padding with KEY_PAD) and a status flag word. ``merge_kernel``: one program per row; merges the
 candidates into C (clause 3.2), decides the status (2.1) and runs the greedy (4) or sampled (5-9) path.
 Both select by a value threshold (a proven lower bound of the 32nd value, then compaction of what lies
-above it and an exact rank), falling back to 32 successive maxima when the bound admits too many.
+above it and an exact rank), falling back to 32 successive maxima when the bound admits too many. The
+default tile path (``_tile_fast``) takes the bound from per-thread groups so that most of its work
+stays in registers, and the merge first tries the top 32 of a pool of every tile's leading keys
+(``_merge_pool``) with an exactness check; each falls back to the general threshold path.
 Options (propose.Plan): FUSED, the row's last tile program merges (one launch); SPLIT, the merge
 stores C and ``finish_kernel`` runs clauses 3.3-9 with fewer warps (three launches); GREEDY_FAST,
 greedy rows without trace find only the argmax (a device-side branch on the row's temperature).
@@ -181,6 +184,12 @@ def tile_kernel(
     FUSED: tl.constexpr,
     GREEDY_FAST: tl.constexpr,
     EARLY_DRAW: tl.constexpr,
+    FAST: tl.constexpr = False,
+    NT: tl.constexpr = 128,
+    FCAP: tl.constexpr = 128,
+    MPOOL_T: tl.constexpr = 0,
+    MPOOL_K: tl.constexpr = 0,
+    BY_COUNT: tl.constexpr = False,
 ):
     """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
     and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
@@ -198,10 +207,16 @@ def tile_kernel(
     greedy_fast = False
     if GREEDY_FAST and not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
-    _tile_part(
-        logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,
-        TILE, GROUPS, CAP, SRC, USE_TL_TOPK, THRESHOLD,
-    )  # fmt: skip
+    if FAST:
+        _tile_fast(
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,
+            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT,
+        )  # fmt: skip
+    else:
+        _tile_part(
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,
+            TILE, GROUPS, CAP, SRC, USE_TL_TOPK, THRESHOLD,
+        )  # fmt: skip
     if FUSED:
         tl.debug_barrier()
         arrived = tl.atomic_add(counter_ptr + row, 1, sem="acq_rel", scope="gpu")
@@ -212,6 +227,7 @@ def tile_kernel(
                 tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, mscratch_ptr,
                 row, V, n_tiles, tau_bits, tab_n, greedy_fast,
                 POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, False,
+                MPOOL_T, MPOOL_K, BY_COUNT,
             )  # fmt: skip
 
 
@@ -299,6 +315,155 @@ def _tile_part(
         tl.store(out + l32, top32(key, USE_TL_TOPK))
 
 
+@triton.jit
+def _kth32_smallest(vals):
+    """The 32nd smallest of the values (counted with multiplicity); exact integer counts."""
+    le = vals[None, :] <= vals[:, None]
+    c = tl.sum(le.to(tl.int32), axis=1)
+    return tl.min(tl.where(c >= K_C, vals, INT32_MAX))
+
+
+@triton.jit
+def _bit_index(low):
+    """log2 of a power of two given as an int32 bit pattern (bit 31 included), integer operations only."""
+    return (
+        ((low & -65536) != 0).to(tl.int32) * 16
+        + ((low & -16711936) != 0).to(tl.int32) * 8  # 0xFF00FF00
+        + ((low & -252645136) != 0).to(tl.int32) * 4  # 0xF0F0F0F0
+        + ((low & -858993460) != 0).to(tl.int32) * 2  # 0xCCCCCCCC
+        + ((low & -1431655766) != 0).to(tl.int32)  # 0xAAAAAAAA
+    )
+
+
+@triton.jit
+def _tile_fast(
+    logits_ptr,
+    cand_ptr,
+    flags_ptr,
+    scratch_ptr,
+    pid,
+    row,
+    tile,
+    V,
+    greedy_fast,
+    TILE: tl.constexpr,
+    NT: tl.constexpr,
+    FCAP: tl.constexpr,
+    GROUPS: tl.constexpr,
+    CAP: tl.constexpr,
+    SRC: tl.constexpr,
+    USE_TL_TOPK: tl.constexpr,
+    BY_COUNT: tl.constexpr,
+):
+    """The tile's candidates and flags (as _tile_part) with per-thread groups and little per-element work.
+
+    The tile is an [R, GW NT] array, element r * GW NT + c; column group t is columns GW t..GW t+GW-1,
+    GW = the elements of one 16-byte load (4 binary32, 8 bfloat16 / binary16), so that thread t holds
+    its R x GW elements and group reductions stay in registers.
+    theta = the 32nd largest of the NT column maxima: 32 distinct elements have a value >= theta, so
+    the tile's top 32 keys lie among the elements of value > theta and, when fewer than 32 of those
+    exist, the lowest-ID elements of value theta. When those ties are too many, phi = the 32nd
+    smallest of the columns' lowest tie indices bounds them (at least 32 ties lie at or below it).
+    Each column records its selected elements as a bit mask and writes their indices to consecutive
+    scratch slots after an exclusive scan of the NT column counts; the selected elements (at most
+    FCAP) are reloaded, keyed and ordered by a bitonic top-k. BY_COUNT takes theta and the order from
+    exact integer count matrices instead (same values; much faster under Triton's interpreter, whose
+    generic reductions run element by element). More than FCAP takes _tile_part (the
+    layout is a performance matter only: the bounds hold for any partition into columns). Value keys
+    as value_key32, computed as b ^ (sign mask & 0x7FFFFFFF) with -0 -> +0; a NaN maps above +inf or
+    below -inf (the flags look at both ends); lanes past V read as -inf.
+    """
+    GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # elements per 16-byte load: one thread's columns
+    R: tl.constexpr = TILE // (NT * GW)
+    rr = tl.arange(0, R)[:, None]
+    cc = tl.arange(0, NT * GW)[None, :]
+    loc = rr * (NT * GW) + cc
+    first_id = tile * TILE
+    inb = loc < tl.minimum(V - first_id, TILE).to(tl.int32)
+    base = logits_ptr + (row * V + first_id)
+    if SRC == SRC_F32:
+        b = tl.load(base + loc, mask=inb, other=-8388608)  # 0xFF800000: -inf
+    else:
+        b = tl.where(inb, load_bits_i32(base, loc, inb, SRC), -8388608)
+    k = b ^ ((b >> 31) & 0x7FFFFFFF)
+    sk = tl.where(k == -1, 0, k)  # -0 ties +0 (clause 3.1)
+    gmax = tl.max(tl.reshape(tl.max(sk, axis=0), [NT, GW]), axis=1)
+    top = tl.max(gmax)
+    low = tl.min(tl.min(sk, axis=0))
+    nan = (top > F32_POS_INF) | (low < SK_NEG_INF)
+    flags = (
+        (nan.to(tl.int32) << 2) | ((top == SK_POS_INF).to(tl.int32) << 1) | (top > SK_NEG_INF).to(tl.int32)
+    )
+    tl.store(flags_ptr + pid, flags)
+    l32 = tl.arange(0, K_C)
+    out = cand_ptr + pid * K_C
+    if greedy_fast:
+        first = tl.min(tl.min(tl.where(inb & (sk == top), loc, TILE), axis=0))
+        amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))
+        tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD))
+    else:
+        # (a NaN below -inf could pull theta under the -inf of the lanes past V; the row fails anyway)
+        if BY_COUNT:
+            theta = tl.maximum(_kth32_value(gmax, gmax >= INT32_MIN), SK_NEG_INF)  # (all counted)
+        else:
+            theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
+        gt = sk > theta
+        eq = inb & (sk == theta)
+        # per-column counts, packed: low half value > theta, high half value == theta
+        pc = tl.sum(tl.reshape(tl.sum(gt.to(tl.int32) + (eq.to(tl.int32) << PACK), axis=0), [NT, GW]), axis=1)
+        both = tl.sum(pc)
+        n_gt = both & PACK_MASK
+        n_eq = both >> PACK
+        if n_gt >= K_C:  # ties are needed only while n_gt < 32
+            sel = gt
+            cnt = pc & PACK_MASK
+        elif n_gt + n_eq <= FCAP:
+            sel = gt | eq
+            cnt = (pc & PACK_MASK) + (pc >> PACK)
+        else:
+            # many ties at theta (e.g. a -inf mask): keep the lowest-ID ones, bounded by phi
+            tmin = tl.min(tl.reshape(tl.min(tl.where(eq, loc, TILE), axis=0), [NT, GW]), axis=1)
+            sel = gt | (eq & (loc <= _kth32_smallest(tmin)))
+            cnt = tl.sum(tl.reshape(tl.sum(sel.to(tl.int32), axis=0), [NT, GW]), axis=1)
+        n_sel = tl.sum(cnt)
+        if n_sel <= FCAP:
+            s_idx = scratch_ptr + pid * FCAP
+            # bit GW r + j of a group's mask: distinct powers of two, so the sums are ORs
+            bit = tl.where(sel, 1 << (rr * GW + (cc & (GW - 1))), 0)
+            bits = tl.sum(tl.reshape(tl.sum(bit, axis=0), [NT, GW]), axis=1)
+            slot = tl.cumsum(cnt, 0) - cnt
+            kmax = tl.max(cnt)
+            col = tl.arange(0, NT)
+            n = kmax * 0
+            while n < kmax:
+                lowbit = bits & -bits
+                bi = _bit_index(lowbit)
+                li = (bi // GW) * (NT * GW) + col * GW + (bi % GW)
+                tl.store(s_idx + slot + n, li.to(tl.int64), mask=lowbit != 0)
+                bits = bits ^ lowbit
+                n += 1
+            tl.debug_barrier()  # the indices were written by other threads of this program
+            lane = tl.arange(0, FCAP)
+            live = lane < n_sel
+            li = tl.load(s_idx + lane, mask=live, other=0).to(tl.int32)
+            b2 = load_bits_i32(base, li, live, SRC)
+            k2 = b2 ^ ((b2 >> 31) & 0x7FFFFFFF)
+            sk2 = tl.where(k2 == -1, 0, k2)
+            key = tl.where(live, (sk2.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + li)), KEY_PAD)
+            if BY_COUNT:
+                rank = _rank_desc(key, live)
+                tl.store(out + rank, key, mask=live & (rank < K_C))
+                tl.store(out + l32, tl.full([K_C], KEY_PAD, tl.int64), mask=l32 >= n_sel)
+            else:
+                tl.store(out + l32, tl.topk(key, K_C))
+        else:
+            # (the fallback's scratch row, pid * CAP from its base, lies inside this program's row)
+            _tile_part(
+                logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
+                greedy_fast, TILE, GROUPS, CAP, SRC, USE_TL_TOPK, True,
+            )  # fmt: skip
+
+
 @triton.jit(do_not_specialize=["V", "n_tiles", "tau_bits", "tab_n"])
 def merge_kernel(
     logits_ptr,
@@ -333,6 +498,9 @@ def merge_kernel(
     GREEDY_FAST: tl.constexpr,
     EARLY_DRAW: tl.constexpr,
     SPLIT: tl.constexpr,
+    MPOOL_T: tl.constexpr = 0,
+    MPOOL_K: tl.constexpr = 0,
+    BY_COUNT: tl.constexpr = False,
 ):
     """One program per row (the two-launch form): C, status, greedy or sampled path (clauses 2-9)."""
     row = tl.program_id(0).to(tl.int64)
@@ -344,6 +512,7 @@ def merge_kernel(
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, best_ptr,
         row, V, n_tiles, tau_bits, tab_n, greedy_fast,
         POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, SPLIT,
+        MPOOL_T, MPOOL_K, BY_COUNT,
     )  # fmt: skip
 
 
@@ -382,6 +551,9 @@ def _merge_row(
     THRESHOLD: tl.constexpr,
     EARLY_DRAW: tl.constexpr,
     SPLIT: tl.constexpr,
+    MPOOL_T: tl.constexpr,
+    MPOOL_K: tl.constexpr,
+    BY_COUNT: tl.constexpr,
 ):
     """C of one row from its tiles' candidates (clause 3.2), then the finish (clauses 2.1, 3.3-9), or
     with SPLIT C and the flag word stored for finish_kernel.
@@ -416,6 +588,12 @@ def _merge_row(
             )
             tstart += FCHUNK
         best = tl.where(l32 == 0, tl.max(am), KEY_PAD)
+    elif MPOOL_T > 0:
+        best, more = _merge_pool(cbase, n_tiles, MPOOL_T, MPOOL_K, BY_COUNT)
+        if more != 0:
+            best = _merge_threshold(
+                cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles, POOL, MCAP, CHUNK, USE_TL_TOPK
+            )
     elif THRESHOLD:
         best = _merge_threshold(
             cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles, POOL, MCAP, CHUNK, USE_TL_TOPK
@@ -427,6 +605,8 @@ def _merge_row(
         l32 = tl.arange(0, K_C)
         tl.store(best_ptr + row * (K_C + 1) + l32, best)
         tl.store(best_ptr + row * (K_C + 1) + K_C, fmax.to(tl.int64))
+    elif greedy_fast:
+        _greedy_outputs(row, best, fmax, temp_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr)
     elif EARLY_DRAW:  # (tb, k0..x3 from early_draw above)
         _finish_best(
             logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
@@ -441,6 +621,31 @@ def _merge_row(
             round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr,
             trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, SRC, False,
         )  # fmt: skip
+
+
+@triton.jit
+def _row_status(any_nan, any_pinf, any_live, tb):
+    """Clause 2.1: the status from the row's flags and its temperature bits (precedence in this order)."""
+    t_mag = tb & 0x7FFFFFFF
+    bad_t = (t_mag > F32_POS_INF) | (((tb >> 31) == 1) & (t_mag != 0)) | (tb == F32_POS_INF)
+    return tl.where(
+        any_nan != 0, 1, tl.where(any_pinf != 0, 2, tl.where(any_live == 0, 3, tl.where(bad_t, 4, 0)))
+    )
+
+
+@triton.jit
+def _greedy_outputs(row, best, fmax, temp_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr):
+    """The outputs of a row whose temperature is +-0 (no trace): status (2.1), then a* with all 2^24
+    tickets (4.1) or the failed row's values (2.3); ``best`` holds the row's largest key in lane 0."""
+    lane = tl.arange(0, K_C)
+    tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+    status = _row_status((fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb)
+    astar = 0xFFFFFFFF - (tl.max(best) & 0xFFFFFFFF)
+    ok = status == 0
+    tl.store(status_ptr + row, status.to(tl.int32))
+    tl.store(token_ptr + row, tl.where(ok, astar, -1).to(tl.int32))
+    tl.store(ids_ptr + row * 32 + lane, tl.where(ok & (lane == 0), astar, -1).to(tl.int32))
+    tl.store(tickets_ptr + row * 32 + lane, tl.where(ok & (lane == 0), TICKETS, 0).to(tl.int32))
 
 
 @triton.jit
@@ -607,6 +812,37 @@ def _merge_threshold(
     else:
         best = _merge_extract(cbase, n_cand, CHUNK, USE_TL_TOPK)
     return best
+
+
+@triton.jit
+def _merge_pool(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.constexpr):
+    """The top 32 of the first MPOOL_K candidates of each tile (a bitonic top-k of MPOOL_T x MPOOL_K
+    keys; BY_COUNT: exact integer ranks instead), and whether it may miss one: the row's C equals it
+    unless some tile's MPOOL_K-th key is real and not below the pool's 32nd key (every key a tile lists
+    later is smaller than its MPOOL_K-th), in which case the caller takes _merge_threshold."""
+    t2 = tl.arange(0, MPOOL_T)[:, None]
+    j2 = tl.arange(0, MPOOL_K)[None, :]
+    pk = tl.load(cbase + t2 * K_C + j2, mask=t2 < n_tiles, other=KEY_PAD, cache_modifier=".cg")
+    flat = tl.reshape(pk, [MPOOL_T * MPOOL_K])
+    if BY_COUNT:
+        real = flat != KEY_PAD
+        rank = _rank_desc(flat, real)
+        l32 = tl.arange(0, K_C)
+        hit = real[:, None] & (rank[:, None] == l32[None, :])
+        best = tl.sum(tl.where(hit, flat[:, None], 0), axis=0)  # one nonzero term per lane: exact
+        best = tl.where(l32 < tl.sum(real.to(tl.int32)), best, KEY_PAD)
+    else:
+        best = tl.topk(flat, K_C)
+    if MPOOL_K < K_C:
+        t1 = tl.arange(0, MPOOL_T)
+        kth = tl.load(
+            cbase + t1 * K_C + (MPOOL_K - 1), mask=t1 < n_tiles, other=KEY_PAD, cache_modifier=".cg"
+        )
+        c32 = tl.min(best)
+        more = tl.max(((kth != KEY_PAD) & (kth >= c32)).to(tl.int32))
+    else:
+        more = n_tiles * 0
+    return best, more
 
 
 @triton.jit
@@ -780,10 +1016,7 @@ def finish_core(
 
     # ---- clause 2.1 status, clause 4.1 greedy
     t_mag = tb & 0x7FFFFFFF
-    bad_t = (t_mag > F32_POS_INF) | (((tb >> 31) == 1) & (t_mag != 0)) | (tb == F32_POS_INF)
-    status = tl.where(
-        any_nan != 0, 1, tl.where(any_pinf != 0, 2, tl.where(any_live == 0, 3, tl.where(bad_t, 4, 0)))
-    )
+    status = _row_status(any_nan, any_pinf, any_live, tb)
     greedy = (status == 0) & (t_mag == 0)
     sampled = (status == 0) & (t_mag != 0)
 

@@ -61,6 +61,10 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
         row = rng.standard_normal(vocab).astype(F32)
         row[: min(vocab, 40)] += F32(100)
         return row
+    if kind == "column_block":  # 256 large values in 8 thread groups: the column-group tile overflows
+        row = rng.standard_normal(vocab).astype(F32)
+        row[(idx % 512) < 32] += F32(100)
+        return row
     if kind == "neg_nan":  # the NaN with the smallest value key (clause 2.1)
         row = rng.standard_normal(vocab).astype(F32)
         row[vocab // 2] = np.uint32(0xFFFFFFFF).view(F32)
@@ -73,7 +77,7 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
 
 
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
-         "top_heavy", "neg_nan", "pos_inf_tail")  # fmt: skip
+         "top_heavy", "column_block", "neg_nan", "pos_inf_tail")  # fmt: skip
 
 
 def _call(vocab: int, seed: int, dtype: str = "float32") -> fuzz.Call:
@@ -99,11 +103,30 @@ PLANS: dict[str, dict[str, Any]] = {
     "group32": {"tile": 1024, "groups": 32, "cap": 64},
     "no_greedy_fast": {"greedy_fast": False, "tile": 1024},
     "extraction": {"threshold": False, "tile": 1024, "chunk": 1024},
+    # the strided-group tile and the full threshold merge alone (the fallbacks of the defaults)
+    "prev_tile": {"fast_tile": False, "merge_pool": 0},
+    # 9 tiles, 4 pooled keys each: top_heavy's 40 largest lie in tile 0, so the pool check fails
+    "pool_small": {"tile": 1024, "merge_pool": 64},
+    "two_launch_capped": {"fused": False, "maxnreg": 64},
+    # the GPU's ordering (Triton's bitonic top-k); the interpreter's default plan ranks by counts
+    "bitonic": {"by_count": False},
+    "bitonic_fused_pool": {"by_count": False, "fused": True, "tile": 1024, "merge_pool": 64},
 }
 
 
 SMALL = {"small_tiles", "tiny_tiles"}  # many programs: slow under the interpreter
-CASES = [(p, v) for p in PLANS for v in ((1, 33, 1100) if p in SMALL else (1, 7, 33, 4097, 9000))]
+LARGE_ONLY = {
+    "prev_tile",
+    "pool_small",
+    "two_launch_capped",
+    "bitonic",
+    "bitonic_fused_pool",
+}  # (several tiles)
+CASES = [
+    (p, v)
+    for p in PLANS
+    for v in ((1, 33, 1100) if p in SMALL else (4097, 9000) if p in LARGE_ONLY else (1, 7, 33, 4097, 9000))
+]
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), CASES)

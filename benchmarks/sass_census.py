@@ -1,0 +1,87 @@
+"""Static SASS census of the proposal kernels: instructions, barriers and registers per kernel and the
+instructions by source line, from sm_90 cubins compiled on the CPU (no GPU needed).
+
+    TRITON_INTERPRET=0 python benchmarks/sass_census.py [--lines 30]
+
+The plan is the default one for V = 163,840 (two launches, so the tile kernel alone); V and the
+pointers are marked 16-divisible as a launch on such a vocabulary specialises them, so the layouts
+match the GPU's. Straight-line code dominates both kernels, so static counts of the common path track
+the dynamic instructions per warp that Nsight Compute reports (benchmarks/NOTES.md, items 10-11);
+fallback paths are included, so totals overstate the common path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ["TRITON_INTERPRET"] = "0"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from dyadic24.kernels import aot_check, propose_jit
+from dyadic24.kernels import propose as kp
+
+BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+
+
+def _tool(name: str, *args: str) -> str:
+    return subprocess.run([str(BIN / name), *args], capture_output=True, text=True, check=True).stdout
+
+
+def census(kernel: str, name: str, lines: int) -> None:
+    for kname, vname, sig, consts in aot_check._variants(False):
+        if (kname, vname) != (kernel, name):
+            continue
+        full = {**sig, **{k: "constexpr" for k in consts}}
+        names = list(full)
+        aligned = [i for i, n in enumerate(names) if full[n].startswith("*") or n == "V"]
+        attrs = {(i,): [["tt.divisibility", 16]] for i in aligned}
+        compiled = triton.compile(
+            ASTSource(fn=getattr(propose_jit, kernel), signature=full, constexprs=consts, attrs=attrs),
+            target=GPUTarget("cuda", 90, 32),
+            options={"num_warps": kp.NUM_WARPS},
+        )
+        with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
+            fh.write(compiled.asm["cubin"])
+        sass = _tool("nvdisasm", "-g", "-c", fh.name)
+        usage = _tool("cuobjdump", "-res-usage", fh.name)
+        os.unlink(fh.name)
+        where = ("?", 0)
+        per_line: collections.Counter[tuple[str, int]] = collections.Counter()
+        total = barriers = 0
+        for line in sass.splitlines():
+            m = re.search(r'//## File "([^"]+)", line (\d+)', line)
+            if m:
+                where = (os.path.basename(m.group(1)), int(m.group(2)))
+            elif re.match(r"\s+/\*[0-9a-f]{4,}\*/", line):
+                total += 1
+                per_line[where] += 1
+                barriers += "BAR.SYNC" in line
+        regs = re.search(r"REG:(\d+)", usage)
+        n_regs = regs.group(1) if regs else "?"
+        print(f"{name}: {total} SASS instructions, {barriers} barriers, {n_regs} registers")
+        for (fname, lineno), count in per_line.most_common(lines):
+            print(f"  {count:6d}  {fname}:{lineno}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lines", type=int, default=30, help="source lines to list per kernel")
+    args = ap.parse_args()
+    for kernel, name in (("tile_kernel", "tile/src0"), ("merge_kernel", "merge/src0")):
+        census(kernel, name, args.lines)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Launch-plan choices of the Triton kernel (shape-only, no data-dependent host logic).
+
+The merge's pool shape, the batch-size defaults (one launch at small B, a register cap for the
+two-launch tile kernel) and the workspace's compaction width; none of these changes an output bit
+(test_kernel_select.py runs every plan against the reference)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from dyadic24.api import ArgumentError  # noqa: E402
+from dyadic24.kernels import propose as kp  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("vocab", "shape"),
+    [
+        (1, (1, 32)),
+        (9000, (4, 32)),
+        (81_920, (32, 16)),
+        (163_840, (64, 8)),
+        (262_144, (64, 8)),
+        (524_288, (128, 4)),
+        (1_000_000, (0, 0)),  # 245 tiles: fewer than 4 keys each, the full threshold merge
+    ],
+)
+def test_pool_shape(vocab: int, shape: tuple[int, int]) -> None:
+    plan = kp.Plan.for_shape(1, vocab)
+    assert plan.pool_shape == shape
+    tiles, per = shape
+    if tiles:
+        assert tiles >= plan.n_tiles and tiles * per <= kp.MERGE_POOL and per & (per - 1) == 0
+
+
+def test_pool_off_for_extraction_and_zero_pool() -> None:
+    assert kp.Plan.for_shape(1, 163_840, threshold=False).pool_shape == (0, 0)
+    assert kp.Plan.for_shape(1, 163_840, merge_pool=0).pool_shape == (0, 0)
+
+
+@pytest.mark.parametrize("batch", [1, 4, 8, 9, 64, 256])
+def test_batch_defaults(batch: int) -> None:
+    plan = kp.Plan.for_shape(batch, 163_840)
+    assert plan.fused == (batch <= kp.FUSED_MAX_BATCH)
+    assert plan.maxnreg == (None if plan.fused else kp.TILE_MAXNREG)
+    assert plan.launches == (1 if plan.fused else 2)
+    assert kp.Plan.for_shape(batch, 163_840, fused=False, maxnreg=None).maxnreg is None
+
+
+def test_fast_tile_needs_a_full_row_of_groups() -> None:
+    assert kp.Plan.for_shape(1, 5000).fast_tile
+    assert not kp.Plan.for_shape(1, 5000, tile=512).fast_tile  # (bf16 groups need 1024 per row)
+    assert not kp.Plan.for_shape(1, 5000, threshold=False).fast_tile
+    assert kp.Plan.for_shape(1, 5000).scratch_width == max(kp.CAP, kp.FCAP)
+    assert kp.Plan.for_shape(1, 5000, fast_tile=False).scratch_width == kp.CAP
+
+
+def test_ordering_default_follows_the_backend() -> None:
+    from dyadic24.kernels.backend import interpreting
+
+    assert kp.Plan.for_shape(1, 5000).by_count == interpreting()
+    assert not kp.Plan.for_shape(1, 5000, by_count=False).by_count
+
+
+def test_narrow_workspace_is_rejected() -> None:
+    device = kp.kernel_device()
+    logits = torch.zeros((2, 5000), dtype=torch.float32, device=device)
+    i64 = torch.zeros(2, dtype=torch.int64, device=device)
+    ws = kp.make_workspace(2, 5000, device, cap=kp.CAP)  # wide enough only without the fast tile
+    with pytest.raises(ArgumentError, match="workspace"):
+        kp.propose(logits, torch.ones(2, device=device), i64, i64, i64, workspace=ws)
+    plan = kp.Plan.for_shape(2, 5000, fast_tile=False)
+    out = kp.propose(logits, torch.ones(2, device=device), i64, i64, i64, workspace=ws, plan=plan)
+    assert out[0].tolist() == [0, 0]
