@@ -96,7 +96,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold, "FUSED": fused,
                         "GREEDY_FAST": kp.GREEDY_FAST, "EARLY_DRAW": kp.EARLY_DRAW,
                         "FAST": kp.FAST_TILE and threshold, "NT": 32 * kp.NUM_WARPS, "FCAP": kp.FCAP,
-                        **pool,
+                        "BY_COUNT": False, **pool,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
@@ -115,7 +115,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                     consts = {
                         **sizes, "TRACE": trace, "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold,
                         "GREEDY_FAST": kp.GREEDY_FAST, "EARLY_DRAW": kp.EARLY_DRAW, "SPLIT": split,
-                        **(pool if threshold else {"MPOOL_T": 0, "MPOOL_K": 0}),
+                        "BY_COUNT": False, **(pool if threshold else {"MPOOL_T": 0, "MPOOL_K": 0}),
                     }  # fmt: skip
                     name = (
                         f"merge/src{src}{'/trace' if trace else ''}{'/split' if split else ''}"
