@@ -65,6 +65,10 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
         row = rng.standard_normal(vocab).astype(F32)
         row[(idx % 512) < 32] += F32(100)
         return row
+    if kind == "tie_pairs":  # 2 ties per thread group (binary32 layout), none above: phi takes exactly 32
+        row = np.full(vocab, F32(-1e30))
+        row[((idx % 4096) >= 3072) & (idx % 4 == 3)] = F32(5.0)
+        return row
     if kind == "neg_nan":  # the NaN with the smallest value key (clause 2.1)
         row = rng.standard_normal(vocab).astype(F32)
         row[vocab // 2] = np.uint32(0xFFFFFFFF).view(F32)
@@ -77,7 +81,7 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
 
 
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
-         "top_heavy", "column_block", "neg_nan", "pos_inf_tail")  # fmt: skip
+         "top_heavy", "column_block", "tie_pairs", "neg_nan", "pos_inf_tail")  # fmt: skip
 
 
 def _call(vocab: int, seed: int, dtype: str = "float32") -> fuzz.Call:
