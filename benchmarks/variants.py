@@ -7,7 +7,11 @@ bit for bit with the extraction plan (the first H200-validated algorithm). --par
 stage alone and the merge stage alone of the two-launch form. --fuzz N checks each plan without trace
 against the fast reference on N fuzz rows (all families, several V).
 
+--clustered raises the first 512 token IDs of every row so that the row's top 32 share a tile (the
+merge pool's check then fails, as for vocabularies whose frequent tokens have low IDs).
+
 Usage on the GPU: python benchmarks/variants.py --out DIR [--batches 1,4,64,256] [--fuzz 600] [--parts]
+[--clustered]
 Writes DIR/variants.json and DIR/variants.md.
 """
 
@@ -64,6 +68,34 @@ PLANS: dict[str, dict[str, Any]] = {
     "fast-r96": {**_2L, "maxnreg": 96},
     "fast-r64": {**_2L, "maxnreg": 64},
     "default": {},
+    # session 3: fewer, larger tiles for a smaller merge pool; per-warp tile bound; narrower compaction
+    "F-t8192-p256": {"fused": True, "tile": 8192, "merge_pool": 256},
+    "F-t16384-p256": {"fused": True, "tile": 16384, "merge_pool": 256},
+    "F-t16384-w8-p256": {"fused": True, "tile": 16384, "num_warps": 8, "merge_pool": 256},
+    "F-warp": {"fused": True, "warp_bound": True},
+    "F-fcap64": {"fused": True, "fcap": 64},
+    "F-early": {"fused": True, "early_draw": True},
+    "F-t8192-p256-warp": {"fused": True, "tile": 8192, "merge_pool": 256, "warp_bound": True},
+    "F-t8192-p256-warp-early": {
+        "fused": True,
+        "tile": 8192,
+        "merge_pool": 256,
+        "warp_bound": True,
+        "early_draw": True,
+    },
+    "F-t8192-p256-fcap64-early": {
+        "fused": True,
+        "tile": 8192,
+        "merge_pool": 256,
+        "fcap": 64,
+        "early_draw": True,
+    },
+    "2L-warp": {**_2L, "maxnreg": 0, "warp_bound": True},
+    "2L-fcap64": {**_2L, "maxnreg": 0, "fcap": 64},
+    # the merge without the pool (threshold merge): what the pool check's failures cost before
+    # _pool_refine; compare on --clustered logits
+    "F-nopool": {"fused": True, "merge_pool": 0},
+    "2L-nopool": {**_2L, "maxnreg": 0, "merge_pool": 0},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip
@@ -74,7 +106,7 @@ CALL2 = (
 GREEDY_PLANS = (
     "extract-2L-t4096-w4", "thr-2L-t4096-w4", "thr-F-t4096-w4", "thr-F-t4096-w4-nogf", "thr-F-t2048-w4",
     "thr-3L-t4096-w4-f1", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4", *CALL3, "fast-r96", "fast-r64",
-    "default",
+    "default", "F-t8192-p256", "F-t16384-p256", "F-warp", "2L-warp",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
                "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip
@@ -178,6 +210,12 @@ def main() -> int:
     ap.add_argument("--parts", action="store_true")
     ap.add_argument("--fuzz", type=int, default=0)
     ap.add_argument("--bf16", action="store_true", help="also time the default plan on bf16 logits")
+    ap.add_argument(
+        "--clustered",
+        action="store_true",
+        help="raise the first 512 token IDs of every row by 8 (as frequent tokens have low IDs in BPE "
+        "vocabularies): the row's top 32 then lie in tile 0 and the merge pool's check always fails",
+    )
     ap.add_argument("--dry", action="store_true", help="CPU interpreter smoke run of this script (no timing)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -212,6 +250,10 @@ def main() -> int:
     for dname, dtype in dtypes:
         for batch in (int(b) for b in args.batches.split(",")):
             case = Case(dtype, args.vocab, batch, l2, DEVICE)
+            if args.clustered:
+                for bufs in case.sets:
+                    for buf in bufs:
+                        buf[:, :512] += 8
             plans = names if dname == "fp32" else ["thr-F-t4096-w4", "extract-2L-t4096-w4"]
             for temp_name, temp in (("sampled", case.t_sampled), ("greedy", case.t_greedy)):
                 ref: list[torch.Tensor] | None = None

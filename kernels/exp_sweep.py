@@ -30,7 +30,7 @@ from dyadic24.kernels.exp_table import ExpTable, load_table  # noqa: E402
 from dyadic24.kernels.propose import kernel_device  # noqa: E402
 
 FULL_RANGE = (0x80000000, 0xC2D00000)  # -0 .. -104, inclusive
-CODE_UNDECIDED, CODE_WRONG, CODE_FLAGGED, CODE_FOUND = 1, 2, 4, 8
+CODE_UNDECIDED, CODE_WRONG, CODE_FLAGGED, CODE_FOUND, CODE_HW_WRONG, CODE_HW_UNSURE = 1, 2, 4, 8, 16, 32
 MAX_REPORTED = 50
 
 
@@ -45,6 +45,8 @@ class SweepReport:
     device_wrong: int = 0  # the independent check said wrong (each re-checked exactly)
     flagged: int = 0  # lanes whose result came from the near-midpoint table
     flagged_missing: int = 0  # flagged lanes the table lacked (must be 0)
+    hw_unsure: int = 0  # z the finish's hardware exp path hands to exp_binary32
+    hw_mismatches: int = 0  # z where the hardware path vouched for another result (must be 0)
     mismatches: int = 0
     mismatch_examples: list[tuple[str, str, str]] = field(default_factory=list)
     undecided_examples: list[str] = field(default_factory=list)
@@ -52,7 +54,8 @@ class SweepReport:
 
     @property
     def passed(self) -> bool:
-        return self.mismatches == 0 and self.flagged_missing == 0 and self.total == self.stop - self.start + 1
+        complete = self.total == self.stop - self.start + 1
+        return self.mismatches == 0 and self.flagged_missing == 0 and self.hw_mismatches == 0 and complete
 
 
 def sweep(
@@ -65,7 +68,8 @@ def sweep(
     device: torch.device | None = None,
     progress: bool = False,
 ) -> SweepReport:
-    """Check exp_binary32 on every binary32 pattern z in [start, stop] (inclusive)."""
+    """Check exp_binary32 on every binary32 pattern z in [start, stop] (inclusive), and the finish's
+    hardware path against it wherever that path vouches for its result."""
     from dyadic24.reference.exp_exact import exp32
 
     dev = device or kernel_device()
@@ -85,6 +89,8 @@ def sweep(
         report.total += n
         report.flagged += int(((code & CODE_FLAGGED) != 0).sum())
         report.flagged_missing += int(((code & (CODE_FLAGGED | CODE_FOUND)) == CODE_FLAGGED).sum())
+        report.hw_unsure += int(((code & CODE_HW_UNSURE) != 0).sum())
+        report.hw_mismatches += int(((code & CODE_HW_WRONG) != 0).sum())
         suspicious = torch.nonzero((code & (CODE_UNDECIDED | CODE_WRONG)) != 0).flatten()
         if suspicious.numel():
             idx = suspicious.cpu().tolist()

@@ -12,7 +12,9 @@ exp(2|t|)) and an exact scaling by 2^k; conversions use the hardware float32 -> 
 
 Per z the kernel writes r and a code: bit 0 undecided (y2 within MARGIN * y2 of an end of the rounding
 interval: the host decides with the exact reference), bit 1 wrong (y2 outside the interval by more
-than the margin), bit 2 flagged by the routine (result from the table), bit 3 flagged and found.
+than the margin), bit 2 flagged by the routine (result from the table), bit 3 flagged and found,
+bit 4 the finish's hardware path (clause5_hw_jit.exp_hw) vouched for a result that differs from r,
+bit 5 the hardware path was unsure (the finish then takes exp_binary32).
 """
 
 from dyadic24.kernels.backend import select_backend
@@ -22,6 +24,7 @@ select_backend()
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from dyadic24.kernels.clause5_hw_jit import exp_hw  # noqa: E402
 from dyadic24.kernels.exp_jit import exp_binary32  # noqa: E402
 
 LN2_HI = tl.constexpr(6.93147180369123816490e-01)  # 0x3FE62E42FEE00000: 32 significant bits
@@ -83,5 +86,8 @@ def sweep_kernel(
     undecided = (ok == 0) & (wrong == 0)
     code = undecided.to(tl.int32) | (wrong.to(tl.int32) << 1) | (flagged.to(tl.int32) << 2)
     code = code | (found.to(tl.int32) << 3)
+    e_hw, unsure = exp_hw(_as_f64(z))
+    hw_wrong = (unsure == 0) & ((e_hw.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF) != r)
+    code = code | (hw_wrong.to(tl.int32) << 4) | (unsure.to(tl.int32) << 5)
     tl.store(r_ptr + offs, r.to(tl.int32), mask=live)
     tl.store(code_ptr + offs, code.to(tl.int8), mask=live)

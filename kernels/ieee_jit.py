@@ -5,7 +5,9 @@ Every binary32 value travels as an int64 holding its uint32 bit pattern (0 <= b 
 float32 arithmetic, float32 cast, FTZ mode or fma contraction can touch a semantic value. The only
 floating-point operations of the rule are binary64 additions, subtractions and divisions (IEEE on
 the GPU and in numpy) and the binary64 exp of :mod:`dyadic24.kernels.exp_jit`; conversions between
-formats are done here with integer operations.
+formats are done here with integer operations. (The finish's common case uses the hardware
+conversions instead, :mod:`dyadic24.kernels.clause5_hw_jit`; these routines are its exact fallback
+and the reference the exhaustive sweep holds it to.)
 """
 
 from dyadic24.kernels.backend import select_backend
@@ -93,16 +95,11 @@ def div32(a, b):
 
 
 @triton.jit
-def floor_times_2_24(b):
-    """floor(p * 2^24) for 0 <= p <= 1 given by its binary64 bits (clause 7.2), integer operations only.
-
-    p = full * 2^(e - 1075), so p * 2^24 = full * 2^(e - 1051) and, for e <= 1023, the floor is a right
-    shift by 1051 - e >= 28 (zero once the shift reaches 53; binary64 subnormal p gives 0).
-    """
-    e = (b >> 52) & 0x7FF
-    full = (b & 0xFFFFFFFFFFFFF) | (1 << 52)
-    sh = tl.minimum(1051 - e, 63)
-    return tl.where(e == 0, 0, full >> sh)
+def floor_times_2_24(p):
+    """floor(p * 2^24) for a float64 p in [0, 1] (clause 7.2), as int32: the product is exact (a
+    power-of-two scaling; a binary64-subnormal p stays exact too) and non-negative, so the truncating
+    conversion (cvt.rzi.s32.f64; numpy's astype under the interpreter) is the floor."""
+    return (p * 16777216.0).to(tl.int32)
 
 
 @triton.jit

@@ -43,14 +43,17 @@ FAST_TILE = True  # per-thread groups, bitonic top-k bound, compaction scan over
 FCAP = 128  # compaction slots of the fast tile path (more: the GROUPS / CAP path)
 MERGE_POOL = 512  # keys the merge's first try reads (the first POOL_K of every tile)
 MERGE_POOL_MIN_K = 4  # below this many keys per tile the merge starts with the full threshold path
-FUSED_MAX_BATCH = 8  # default_fused: one launch per position up to this batch size (column-group
-# tile, H200: 71.3 vs 78.4 us at B = 1 and 76.4 vs 84.9 at B = 4 for two launches; at B = 16 two
-# launches with TILE_MAXNREG win, 108.7-109.5 vs 131.0)
+FUSED_MAX_BATCH = 4  # default_fused: one launch per position up to this batch size (H200, session
+# 3: 60.1 vs 71.7 us at B = 1 and 64.9 vs 75.2 at B = 4 for two launches; at B = 8 two launches with
+# TILE_MAXNREG win, 81.9 vs 88.2)
 TILE_MAXNREG = 64  # register cap of the two-launch tile kernel (more programs per SM): at B = 256
 # 623 vs 1095 us sampled and 286 vs 517 greedy, at B = 64 239 vs 346 and 93 vs 151
 FUSED = False  # one launch per position at every batch size
+WARP_BOUND = True  # the column-group tile's bound from each warp's columns alone (no cross-warp top-k):
+# H200, fused B = 1 62.9 -> 61.2 us, two launches B = 64 211.8 -> 198.3, B = 256 590.4 -> 537.0
 GREEDY_FAST = True  # greedy rows without trace compute the argmax only (device-side branch)
-EARLY_DRAW = False  # the Philox draw before C is known (overlaps memory waits): measured no gain
+EARLY_DRAW = False  # the Philox draw before C is known, in the two-launch merge (session 1: no gain)
+FUSED_EARLY_DRAW = True  # the same in the fused kernel: H200, B = 1, 62.9 -> 61.9 us (session 3)
 SPLIT_FINISH = False  # a third launch, with FINISH_WARPS warps, runs the finish: measured +1-2 % at
 # B <= 4, -1 % at B = 256
 FINISH_WARPS = 1
@@ -68,20 +71,24 @@ class Plan:
     every shape (a tile of a small vocabulary is mostly masked lanes; V is large in practice).
     ``threshold``: the bound-and-compact selection (False: 32 successive maxima, or tl.topk);
     ``fused``: one launch per position; ``greedy_fast``: greedy rows (no trace) find the argmax only;
-    ``early_draw``: the Philox draw is computed while the merge waits for memory; ``merge_warps``: the
+    ``early_draw``: the Philox draw is computed while the merge waits for memory (``for_shape``'s
+    default: FUSED_EARLY_DRAW for the fused form, EARLY_DRAW for the others); ``merge_warps``: the
     warps of the two-launch form's merge program; ``split_finish``: a third launch of
     ``finish_warps`` warps per row runs clauses 3.3-9 after the merge found C.
 
     ``fast_tile``: the column-group tile selection (falls back to the strided-group one, ``groups`` /
-    ``cap``, when more than ``fcap`` elements pass its bound); ``merge_pool``: keys of the merge's
-    first try, the leading keys of every tile (``pool_shape``; 0 disables it); ``maxnreg``: register
-    cap of the tile kernel (None: none; ``for_shape``'s default 0 means TILE_MAXNREG for the
-    two-launch form, none for the fused one). ``launches`` is the number of launches per position.
+    ``cap``, when more than ``fcap`` elements pass its bound; only for 256 to 1024 elements per warp:
+    a 16-byte load per thread, and a thread's elements fit one 32-bit selection mask); ``merge_pool``:
+    keys of the merge's first try, the leading keys of every tile (``pool_shape``; 0 disables it);
+    ``maxnreg``: register cap of the tile kernel (None: none; ``for_shape``'s default 0 means
+    TILE_MAXNREG for the two-launch form, none for the fused one). ``launches`` is the number of
+    launches per position.
     ``by_count``: the column-group tile and the pooled merge order their candidates by exact integer
     count matrices instead of Triton's bitonic top-k (same bits; ``for_shape``'s default under
     Triton's interpreter, where the bitonic network is slow; the GPU default is the top-k, which the
     interpreter tests also run through explicit plans). ``for_shape`` leaves ``fused`` to
-    default_fused(batch) unless given.
+    default_fused(batch) unless given. ``warp_bound``: the column-group tile takes its bound from each
+    warp's columns alone (a lower bound, no cross-warp top-k; ignored when ``by_count``).
     """
 
     batch: int
@@ -106,6 +113,7 @@ class Plan:
     merge_pool: int = MERGE_POOL
     maxnreg: int | None = None
     by_count: bool = False
+    warp_bound: bool = WARP_BOUND
 
     @property
     def launches(self) -> int:
@@ -141,7 +149,7 @@ class Plan:
         threshold: bool = True,
         fused: bool | None = None,
         greedy_fast: bool = GREEDY_FAST,
-        early_draw: bool = EARLY_DRAW,
+        early_draw: bool | None = None,
         merge_warps: int | None = None,
         split_finish: bool = SPLIT_FINISH,
         finish_warps: int = FINISH_WARPS,
@@ -150,12 +158,15 @@ class Plan:
         merge_pool: int = MERGE_POOL,
         maxnreg: int | None = 0,
         by_count: bool | None = None,
+        warp_bound: bool = WARP_BOUND,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile)."""
         if tile is None:
             tile = default_tile(batch)
         if fused is None:
             fused = default_fused(batch)
+        if early_draw is None:
+            early_draw = FUSED_EARLY_DRAW if fused else EARLY_DRAW
         if maxnreg == 0:  # the default: the cap for the two-launch form's tile kernel
             maxnreg = None if fused else TILE_MAXNREG
         if num_warps is None:
@@ -172,8 +183,9 @@ class Plan:
             batch, vocab, tile, -(-vocab // tile), chunk, min(groups, tile), cap, pool, mcap, num_warps,
             threshold, fused, greedy_fast, early_draw, MERGE_WARPS if merge_warps is None else merge_warps,
             split_finish and not fused, finish_warps,
-            fast_tile and threshold and tile >= 256 * num_warps, fcap, merge_pool, maxnreg,
-            interpreting() if by_count is None else by_count,
+            fast_tile and threshold and 256 * num_warps <= tile <= 1024 * num_warps, fcap, merge_pool,
+            maxnreg,
+            interpreting() if by_count is None else by_count, warp_bound,
         )  # fmt: skip
 
 
@@ -423,7 +435,8 @@ def launch(
             SRC=src, USE_TL_TOPK=use_tl_topk, THRESHOLD=plan.threshold, FUSED=plan.fused,
             GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw, FAST=plan.fast_tile,
             NT=32 * plan.num_warps, FCAP=plan.fcap, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
-            num_warps=plan.num_warps, **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
+            WARP_BOUND=plan.warp_bound, num_warps=plan.num_warps,
+            **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:
         propose_jit.merge_kernel[(plan.batch,)](

@@ -7,8 +7,10 @@ candidates into C (clause 3.2), decides the status (2.1) and runs the greedy (4)
 Both select by a value threshold (a proven lower bound of the 32nd value, then compaction of what lies
 above it and an exact rank), falling back to 32 successive maxima when the bound admits too many. The
 default tile path (``_tile_fast``) takes the bound from per-thread groups so that most of its work
-stays in registers, and the merge first tries the top 32 of a pool of every tile's leading keys
-(``_merge_pool``) with an exactness check; each falls back to the general threshold path.
+stays in registers (falling back to the general threshold path), and the merge takes the top 32 of a
+pool of every tile's leading keys (``_merge_pool``) with an exactness check, adding the remaining keys
+of the few tiles that fail it (``_pool_refine``); without a pool (very large V) it takes the general
+threshold path.
 Options (propose.Plan): FUSED, the row's last tile program merges (one launch); SPLIT, the merge
 stores C and ``finish_kernel`` runs clauses 3.3-9 with fewer warps (three launches); GREEDY_FAST,
 greedy rows without trace find only the argmax (a device-side branch on the row's temperature).
@@ -16,8 +18,9 @@ greedy rows without trace find only the argmax (a device-side branch on the row'
 Exactness rules followed here: every reduction is over integers (exact in any order) except the
 clause-6.2 tree, whose levels are explicit pairwise additions (reshape to [n, 2], split, add: a
 two-operand IEEE addition is commutative, so lane order cannot matter); NaN and infinities are found
-by integer tests on bit patterns; the only floating-point operations are binary64 +, -, / and the
-binary64 exp (no product feeds an addition, so fma contraction has nothing to fuse). Each output is
+by integer tests on bit patterns; the only floating-point operations are binary64 +, -, /, the
+binary64 exp, the exact product p * 2^24 and conversions that are exact or correctly rounded
+(clause5_hw_jit; no product feeds an addition, so fma contraction has nothing to fuse). Each output is
 written by exactly one program, so results are deterministic and a row's outputs depend only on that
 row (clause 2.4); the only atomic is FUSED's per-row arrival counter, which decides which program
 merges, never what the merge computes.
@@ -30,6 +33,7 @@ select_backend()
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from dyadic24.kernels.clause5_hw_jit import bits_of_f32, clause5_hw  # noqa: E402
 from dyadic24.kernels.exp_jit import exp_binary32  # noqa: E402
 from dyadic24.kernels.ieee_jit import (  # noqa: E402
     F32_POS_INF,
@@ -190,6 +194,7 @@ def tile_kernel(
     MPOOL_T: tl.constexpr = 0,
     MPOOL_K: tl.constexpr = 0,
     BY_COUNT: tl.constexpr = False,
+    WARP_BOUND: tl.constexpr = False,
 ):
     """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
     and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
@@ -210,7 +215,7 @@ def tile_kernel(
     if FAST:
         _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,
-            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT,
+            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND,
         )  # fmt: skip
     else:
         _tile_part(
@@ -354,6 +359,7 @@ def _tile_fast(
     SRC: tl.constexpr,
     USE_TL_TOPK: tl.constexpr,
     BY_COUNT: tl.constexpr,
+    WARP_BOUND: tl.constexpr,
 ):
     """The tile's candidates and flags (as _tile_part) with per-thread groups and little per-element work.
 
@@ -368,7 +374,10 @@ def _tile_fast(
     scratch slots after an exclusive scan of the NT column counts; the selected elements (at most
     FCAP) are reloaded, keyed and ordered by a bitonic top-k. BY_COUNT takes theta and the order from
     exact integer count matrices instead (same values; much faster under Triton's interpreter, whose
-    generic reductions run element by element). More than FCAP takes _tile_part (the
+    generic reductions run element by element). WARP_BOUND takes a lower theta that needs no exchange
+    between warps: the smallest over the NT / 32 runs of 32 consecutive columns (one warp's threads) of
+    the run's (32 / runs)-th largest column maximum, which 32 distinct columns still reach (more
+    elements pass it: ~50 instead of ~37 for Gaussian logits). More than FCAP takes _tile_part (the
     layout is a performance matter only: the bounds hold for any partition into columns). Value keys
     as value_key32, computed as b ^ (sign mask & 0x7FFFFFFF) with -0 -> +0; a NaN maps above +inf or
     below -inf (the flags look at both ends); lanes past V read as -inf.
@@ -405,6 +414,9 @@ def _tile_fast(
         # (a NaN below -inf could pull theta under the -inf of the lanes past V; the row fails anyway)
         if BY_COUNT:
             theta = tl.maximum(_kth32_value(gmax, gmax >= INT32_MIN), SK_NEG_INF)  # (all counted)
+        elif WARP_BOUND:
+            runs: tl.constexpr = NT // 32
+            theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
         else:
             theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
         gt = sk > theta
@@ -559,8 +571,13 @@ def _merge_row(
     with SPLIT C and the flag word stored for finish_kernel.
 
     Candidates and flags are read with .cg (through L2): in the fused kernel other programs wrote
-    them during this launch. The first chunk of flags is loaded before anything waits on memory.
+    them during this launch. The merge pool's keys and the first chunk of flags are loaded before
+    anything waits on memory, so their L2 round trips overlap.
     """
+    n_cand = n_tiles * K_C
+    cbase = cand_ptr + row * n_cand
+    if MPOOL_T > 0:
+        pool_keys = _pool_keys(cbase, n_tiles, MPOOL_T, MPOOL_K)
     # ---- clause 2.1: the maximum flag word over the tiles (integer reduction, order-free)
     # (while loops, not range(): the interpreter cannot take a runtime range bound under numpy >= 2.3)
     fo = tl.arange(0, FCHUNK).to(tl.int64)
@@ -574,8 +591,6 @@ def _merge_row(
         acc = tl.maximum(acc, f)
         fstart += FCHUNK
     fmax = tl.max(acc)
-    n_cand = n_tiles * K_C
-    cbase = cand_ptr + row * n_cand
     if greedy_fast:
         # every tile stored its argmax key in lane 0; C is not needed past a* (clause 4.1)
         l32 = tl.arange(0, K_C)
@@ -589,11 +604,9 @@ def _merge_row(
             tstart += FCHUNK
         best = tl.where(l32 == 0, tl.max(am), KEY_PAD)
     elif MPOOL_T > 0:
-        best, more = _merge_pool(cbase, n_tiles, MPOOL_T, MPOOL_K, BY_COUNT)
+        best, more = _merge_pool(pool_keys, MPOOL_T, MPOOL_K, BY_COUNT)
         if more != 0:
-            best = _merge_threshold(
-                cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles, POOL, MCAP, CHUNK, USE_TL_TOPK
-            )
+            best = _pool_refine(cbase, pool_keys, best, MPOOL_T, MPOOL_K, BY_COUNT)
     elif THRESHOLD:
         best = _merge_threshold(
             cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles, POOL, MCAP, CHUNK, USE_TL_TOPK
@@ -815,15 +828,17 @@ def _merge_threshold(
 
 
 @triton.jit
-def _merge_pool(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.constexpr):
-    """The top 32 of the first MPOOL_K candidates of each tile (a bitonic top-k of MPOOL_T x MPOOL_K
-    keys; BY_COUNT: exact integer ranks instead), and whether it may miss one: the row's C equals it
-    unless some tile's MPOOL_K-th key is real and not below the pool's 32nd key (every key a tile lists
-    later is smaller than its MPOOL_K-th), in which case the caller takes _merge_threshold."""
+def _pool_keys(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
+    """The first MPOOL_K candidates of each tile, [MPOOL_T, MPOOL_K] (KEY_PAD past the last tile)."""
     t2 = tl.arange(0, MPOOL_T)[:, None]
     j2 = tl.arange(0, MPOOL_K)[None, :]
-    pk = tl.load(cbase + t2 * K_C + j2, mask=t2 < n_tiles, other=KEY_PAD, cache_modifier=".cg")
-    flat = tl.reshape(pk, [MPOOL_T * MPOOL_K])
+    return tl.load(cbase + t2 * K_C + j2, mask=t2 < n_tiles, other=KEY_PAD, cache_modifier=".cg")
+
+
+@triton.jit
+def _top32(flat, BY_COUNT: tl.constexpr):
+    """The 32 largest keys of a power-of-two-long vector (>= 32), descending, KEY_PAD past the real
+    ones: Triton's bitonic top-k, or with BY_COUNT exact integer ranks (the interpreter's choice)."""
     if BY_COUNT:
         real = flat != KEY_PAD
         rank = _rank_desc(flat, real)
@@ -833,16 +848,50 @@ def _merge_pool(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY
         best = tl.where(l32 < tl.sum(real.to(tl.int32)), best, KEY_PAD)
     else:
         best = tl.topk(flat, K_C)
+    return best
+
+
+@triton.jit
+def _merge_pool(pk, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.constexpr):
+    """The top 32 of the pool ``pk`` (_pool_keys), and whether it may miss one: the row's C equals it
+    unless some tile's MPOOL_K-th key is real and not below the pool's 32nd key (every key a tile
+    lists later is smaller than its MPOOL_K-th), in which case the caller takes _pool_refine."""
+    best = _top32(tl.reshape(pk, [MPOOL_T * MPOOL_K]), BY_COUNT)
     if MPOOL_K < K_C:
-        t1 = tl.arange(0, MPOOL_T)
-        kth = tl.load(
-            cbase + t1 * K_C + (MPOOL_K - 1), mask=t1 < n_tiles, other=KEY_PAD, cache_modifier=".cg"
-        )
+        # (only a tile's MPOOL_K-th key can be real and >= c32 without lying in the pool's top 32)
+        last = tl.arange(0, MPOOL_K)[None, :] == MPOOL_K - 1
         c32 = tl.min(best)
-        more = tl.max(((kth != KEY_PAD) & (kth >= c32)).to(tl.int32))
+        more = tl.max(tl.where(last & (pk != KEY_PAD) & (pk >= c32), 1, 0))
     else:
-        more = n_tiles * 0
+        more = tl.min(best) * 0
     return best, more
+
+
+@triton.jit
+def _pool_refine(cbase, pk, best, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.constexpr):
+    """C when the pool's check failed: the top 32 of the pool's top 32 (``best``) and the remaining
+    keys of every "hot" tile, one whose MPOOL_K-th key is real and >= c32, the pool's 32nd key.
+
+    Exact: the row's 32nd key is >= c32 (the pool's top 32 are 32 keys of the row), so a key x of C
+    at position j of its tile's sorted list is either pooled (j < MPOOL_K; x >= c32 puts it in the
+    pool's top 32) or later than the MPOOL_K-th, which is then > x >= c32 (the tile is hot). A hot
+    tile's MPOOL_K pooled keys are all >= c32, hence in the pool's top 32, so at most 32 / MPOOL_K
+    tiles are hot (likewise when the pool holds fewer than 32 real keys). Typical of vocabularies whose
+    likely tokens share an ID range (frequent tokens have low IDs in BPE vocabularies)."""
+    HOT: tl.constexpr = K_C // MPOOL_K
+    c32 = tl.min(best)
+    last = tl.arange(0, MPOOL_K)[None, :] == MPOOL_K - 1
+    kth = tl.max(tl.where(last, pk, KEY_PAD), axis=1)  # each tile's MPOOL_K-th key
+    hot = (kth != KEY_PAD) & (kth >= c32)
+    order = tl.cumsum(hot.to(tl.int32), 0) - 1
+    h = tl.arange(0, HOT)
+    pick = hot[:, None] & (order[:, None] == h[None, :])
+    hot_tile = tl.sum(tl.where(pick, tl.arange(0, MPOOL_T)[:, None], 0), axis=0)  # one term per lane
+    j = tl.arange(0, K_C)[None, :]
+    live = (h[:, None] < tl.sum(hot.to(tl.int32))) & (j >= MPOOL_K)
+    tails = tl.load(cbase + hot_tile[:, None] * K_C + j, mask=live, other=KEY_PAD, cache_modifier=".cg")
+    tail_top = _top32(tl.reshape(tails, [HOT * K_C]), BY_COUNT)
+    return _top32(tl.reshape(tl.join(best, tail_top), [2 * K_C]), BY_COUNT)
 
 
 @triton.jit
@@ -1020,22 +1069,33 @@ def finish_core(
     greedy = (status == 0) & (t_mag == 0)
     sampled = (status == 0) & (t_mag != 0)
 
-    # ---- clause 5: binary64 arithmetic, rounded to binary32 by the integer routine
-    d32 = sub32(lb, mb)
-    z32 = div32(d32, (tb & 0) + tau_bits)  # (tau_bits may arrive as a constexpr)
-    e32, flagged, found = exp_binary32(z32, tab_z_ptr, tab_e_ptr, tab_n, TAB_ITERS)
-    e32 = tl.where(valid, e32, 0)
+    # ---- clause 5: binary64 arithmetic rounded to binary32. A sampled row whose lanes the hardware
+    # path vouches for (clause5_hw_jit) keeps its results; any other row (failed, greedy with trace,
+    # a subnormal e or an exp near a rounding midpoint) takes the integer routines. Same bits.
+    tau = (tb & 0) + tau_bits  # (tau_bits may arrive as a constexpr)
+    d_f, z_f, e_f, unsure = clause5_hw(lb, mb, tau)
+    d32 = bits_of_f32(d_f)
+    z32 = bits_of_f32(z_f)
+    e32 = tl.where(valid, bits_of_f32(e_f), 0)
+    ev = tl.where(valid, e_f.to(tl.float64), 0.0)
+    flagged = valid & False
+    found = flagged
+    if (not sampled) or (tl.max((valid & unsure).to(tl.int32)) != 0):
+        d32 = sub32(lb, mb)
+        z32 = div32(d32, tau)
+        e32, flagged, found = exp_binary32(z32, tab_z_ptr, tab_e_ptr, tab_n, TAB_ITERS)
+        e32 = tl.where(valid, e32, 0)
+        ev = widen32to64(e32)
 
     # ---- clause 6.1: slots in ascending token ID; padding sorts last and carries +0
     sid = tl.where(valid, ids, (1 << 31) + lane64)
     rank = tl.sum((sid[None, :] < sid[:, None]).to(tl.int32), axis=1)
     perm = rank[:, None] == lane[None, :]
-    slot_e = _permute(e32, perm)
+    ev = _permute(ev.to(tl.int64, bitcast=True), perm).to(tl.float64, bitcast=True)
     slot_id = _permute(sid, perm)
     slot_valid = lane64 < n_valid
 
     # ---- clause 6.2: the 5-level binary64 pairwise tree
-    ev = widen32to64(slot_e)
     lv1 = _pair_level(ev, 16)
     lv2 = _pair_level(lv1, 8)
     lv3 = _pair_level(lv2, 4)
@@ -1047,17 +1107,17 @@ def finish_core(
     # ---- clause 7: p = RN64(e / S), c = floor(p * 2^24), remainder to a*
     p64 = ev / s64
     p_bits = p64.to(tl.int64, bitcast=True)
-    counts = tl.where(slot_valid, floor_times_2_24(p_bits), 0)
+    counts = tl.where(slot_valid, floor_times_2_24(p64), 0).to(tl.int64)
     rem = TICKETS - tl.sum(counts)
     tickets = counts + tl.where(slot_valid & (slot_id == astar), rem, 0)
 
-    # ---- clause 8.1: support = slots with tickets > 0, ascending ID, padded with (-1, 0)
+    # ---- clause 8.1: support = slots with tickets > 0, ascending ID, padded with (-1, 0). Each slot
+    # is stored straight to its output place: a support entry to its rank among the support, any
+    # other slot to the padding places after it, in slot order (the places are a permutation of 0..31)
     sel = slot_valid & (tickets > 0)
-    pos = tl.cumsum(sel.to(tl.int32), 0) - 1
-    place = sel[:, None] & (pos[:, None] == lane[None, :])
+    before = tl.cumsum(sel.to(tl.int32), 0)  # support entries in slots 0..k
     n_sup = tl.sum(sel.to(tl.int32))
-    sup_id = tl.where(lane < n_sup, _permute(slot_id, place), -1)
-    sup_t = tl.where(lane < n_sup, _permute(tickets, place), 0)
+    place = tl.where(sel, before - 1, n_sup + lane - before)
 
     # ---- clause 9: Philox only on sampled rows (clauses 2.3, 4.2, 10.3)
     if HAVE_DRAW:
@@ -1080,12 +1140,15 @@ def finish_core(
     # ---- outputs (clause 12.1); failed rows get the clause-2.3 values
     failed = status != 0
     token = tl.where(failed, -1, tl.where(greedy, astar, drawn))
+    sup_id = tl.where(sel, slot_id, -1)
+    sup_t = tl.where(sel, tickets, 0)
     out_ids = tl.where(failed, -1, tl.where(greedy, tl.where(lane == 0, astar, -1), sup_id))
     out_t = tl.where(failed, 0, tl.where(greedy, tl.where(lane == 0, TICKETS, 0), sup_t))
+    place = tl.where(sampled, place, lane)
     tl.store(status_ptr + row, status.to(tl.int32))
     tl.store(token_ptr + row, token.to(tl.int32))
-    tl.store(ids_ptr + row * 32 + lane, out_ids.to(tl.int32))
-    tl.store(tickets_ptr + row * 32 + lane, out_t.to(tl.int32))
+    tl.store(ids_ptr + row * 32 + place, out_ids.to(tl.int32))
+    tl.store(tickets_ptr + row * 32 + place, out_t.to(tl.int32))
 
     if TRACE:
         tr = trace_ptr + row * TRACE_WORDS
@@ -1110,7 +1173,7 @@ def finish_core(
         tl.store(tr + TR_SLOT_IDS + lane, tl.where(slot_valid, slot_id, -1))
         tl.store(tr + TR_D + lane, _permute(d32, perm))
         tl.store(tr + TR_Z + lane, _permute(z32, perm))
-        tl.store(tr + TR_E + lane, slot_e)
+        tl.store(tr + TR_E + lane, _permute(e32, perm))
         tl.store(tr + TR_P + lane, p_bits)
         tl.store(tr + TR_COUNTS + lane, counts)
         tl.store(tr + TR_TICKETS + lane, tickets)

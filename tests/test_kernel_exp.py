@@ -127,10 +127,16 @@ def test_sweep_slices(start: int, stop: int) -> None:
 
 
 def test_sweep_around_table_entries() -> None:
+    """Around near-midpoint z: both exp paths pass, and the finish's hardware path (clause5_hw_jit) is
+    unsure wherever the integer routine flags a lane (it hands those to the routine and its table)."""
     for entry in _table_doc()["entries"][:: max(1, len(_table_doc()["entries"]) // 8)]:
         z = int(entry["z"], 16)
         report = sweep(max(FULL_RANGE[0], z - 64), min(FULL_RANGE[1], z + 64), chunk=4096, device=DEVICE)
         assert report.passed, report
+        assert report.hw_mismatches == 0 and report.hw_unsure >= report.flagged
+    for z in [int(e["z"], 16) for e in _table_doc()["entries"] if float(e["rel_distance_log2"]) < -49.5]:
+        alone = sweep(z, z, chunk=4096, device=DEVICE)
+        assert alone.hw_unsure == 1 and alone.flagged == 1, alone
 
 
 def test_missing_table_is_noticed() -> None:

@@ -22,6 +22,7 @@ select_backend()
 import triton.language as tl  # noqa: E402
 
 from dyadic24.kernels import ieee_jit, philox_jit  # noqa: E402
+from dyadic24.kernels.clause5_hw_jit import bits_of_f32, clause5_hw  # noqa: E402
 from dyadic24.kernels.propose import kernel_device  # noqa: E402
 from dyadic24.reference import ieee, philox  # noqa: E402
 
@@ -39,7 +40,7 @@ def _unary_kernel(x_ptr, out_ptr, aux_ptr, OP: tl.constexpr, BLOCK: tl.constexpr
     elif OP == 1:
         out, aux = ieee_jit.round_to_binary32(x)
     elif OP == 2:
-        out = ieee_jit.floor_times_2_24(x)
+        out = ieee_jit.floor_times_2_24(x.to(tl.float64, bitcast=True)).to(tl.int64)
     else:
         out = ieee_jit.order_key(x, i.to(tl.int64))
     tl.store(out_ptr + i, out)
@@ -53,6 +54,16 @@ def _binary_kernel(a_ptr, b_ptr, out_ptr, OP: tl.constexpr, BLOCK: tl.constexpr)
     b = tl.load(b_ptr + i)
     out = ieee_jit.sub32(a, b) if OP == 0 else ieee_jit.div32(a, b)
     tl.store(out_ptr + i, out)
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def _clause5_hw_kernel(l_ptr, m_ptr, t_ptr, out_ptr, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    d, z, e, unsure = clause5_hw(tl.load(l_ptr + i), tl.load(m_ptr + i), tl.load(t_ptr + i))
+    tl.store(out_ptr + 4 * i, bits_of_f32(d))
+    tl.store(out_ptr + 4 * i + 1, bits_of_f32(z))
+    tl.store(out_ptr + 4 * i + 2, bits_of_f32(e))
+    tl.store(out_ptr + 4 * i + 3, unsure.to(tl.int64))
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -203,8 +214,48 @@ def test_sub32_div32_match_exact_ieee() -> None:
             assert q & 0xFFFFFFFF == wq, f"div {x:08x} {y:08x}"
 
 
+def test_clause5_hardware_path_matches_exact_ieee() -> None:
+    """clauses 5.1-5.3 through clause5_hw_jit (the finish's common case): d and z are the single
+    roundings for every operand class (subnormal d and z, overflow of z to -inf, subnormal tau), and e
+    is RN32(exp(z)) wherever the path does not hand the lane to the integer routines."""
+    from dyadic24.reference.exp_exact import exp32
+
+    rng = random.Random(6)
+    ls: list[int] = []
+    ms: list[int] = []
+    ts: list[int] = []
+    for _ in range(1500):
+        a, b = (x & 0x7FFFFFFF | (rng.getrandbits(1) << 31) for x in _random32(rng, 2))
+        if ieee.is_inf32(b) or (ieee.is_inf32(a) and a >> 31 == 0):
+            continue
+        lo, hi = sorted((a, b), key=ieee.key32)
+        ls.append(lo)
+        ms.append(hi)
+        ts.append(rng.choice([0x3F333333, 0x3F800000, 1, 0x7F7FFFFF, 0x3A83126F, rng.getrandbits(31)]))
+    ts = [t if 0 < t < 0x7F800000 else 0x3F333333 for t in ts]
+    ls += [0x00000001, 0x80000001, 0xC2CFF1B4, 0xFF800000, 0xFF7FFFFF, 0xB2FFFFFD]  # tiny d, z = -inf, ...
+    ms += [0x00000002, 0x00000001, 0x00000000, 0x3F800000, 0x7F7FFFFF, 0x00000000]
+    ts += [0x3F800000, 0x3F333333, 0x3F800000, 0x3F333333, 0x3F333333, 0x3F800000]
+    out = torch.empty(4 * len(_pad(ls)), dtype=torch.int64, device=DEVICE)
+    with np.errstate(all="ignore"):
+        _clause5_hw_kernel[(len(_pad(ls)) // N,)](
+            _as_i64(_pad(ls)), _as_i64(_pad(ms)), _as_i64(_pad(ts)), out, BLOCK=N
+        )
+    got = out.cpu().tolist()
+    unsure = 0
+    for k, (lb, mb, tb) in enumerate(zip(ls, ms, ts, strict=True)):
+        d, z, e, u = got[4 * k : 4 * k + 4]
+        want_d = ieee.sub32(lb, mb)
+        want_z = ieee.div32(want_d, tb)
+        assert (d, z) == (want_d, want_z), f"l {lb:08x} m {mb:08x} tau {tb:08x}"
+        unsure += u
+        if not u:
+            assert e == exp32(want_z), f"z {want_z:08x}: e {e:08x}"
+    assert unsure < len(ls) // 2
+
+
 def test_floor_times_2_24() -> None:
-    """clause 7.2: floor(p * 2^24) from the binary64 bits of p in [0, 1]."""
+    """clause 7.2: floor(p * 2^24) for p in [0, 1] (the truncation of the exact product)."""
     rng = random.Random(4)
     ps = [0, 0x3FF0000000000000, 0x3E70000000000000, 0x3E6FFFFFFFFFFFFF, 1, 0x0010000000000000]
     ps += [rng.randrange(0, 0x3FF0000000000001) for _ in range(4000)]

@@ -40,18 +40,23 @@ def test_pool_off_for_extraction_and_zero_pool() -> None:
     assert kp.Plan.for_shape(1, 163_840, merge_pool=0).pool_shape == (0, 0)
 
 
-@pytest.mark.parametrize("batch", [1, 4, 8, 9, 64, 256])
+@pytest.mark.parametrize("batch", [1, 4, 5, 8, 64, 256])
 def test_batch_defaults(batch: int) -> None:
     plan = kp.Plan.for_shape(batch, 163_840)
     assert plan.fused == (batch <= kp.FUSED_MAX_BATCH)
     assert plan.maxnreg == (None if plan.fused else kp.TILE_MAXNREG)
     assert plan.launches == (1 if plan.fused else 2)
     assert kp.Plan.for_shape(batch, 163_840, fused=False, maxnreg=None).maxnreg is None
+    assert plan.early_draw == (kp.FUSED_EARLY_DRAW if plan.fused else kp.EARLY_DRAW)
+    assert plan.warp_bound == kp.WARP_BOUND
 
 
 def test_fast_tile_needs_a_full_row_of_groups() -> None:
     assert kp.Plan.for_shape(1, 5000).fast_tile
     assert not kp.Plan.for_shape(1, 5000, tile=512).fast_tile  # (bf16 groups need 1024 per row)
+    # more than 32 elements per thread would not fit a thread's 32-bit selection mask
+    assert not kp.Plan.for_shape(1, 50000, tile=8192).fast_tile
+    assert kp.Plan.for_shape(1, 50000, tile=8192, num_warps=8).fast_tile
     assert not kp.Plan.for_shape(1, 5000, threshold=False).fast_tile
     assert kp.Plan.for_shape(1, 5000).scratch_width == max(kp.CAP, kp.FCAP)
     assert kp.Plan.for_shape(1, 5000, fast_tile=False).scratch_width == kp.CAP

@@ -61,6 +61,15 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
         row = rng.standard_normal(vocab).astype(F32)
         row[: min(vocab, 40)] += F32(100)
         return row
+    if kind == "tail_heavy":  # the 40 largest values all in the last tile
+        row = rng.standard_normal(vocab).astype(F32)
+        row[max(0, vocab - 40) :] += F32(100)
+        return row
+    if kind == "two_heavy":  # 20 large values in the first tile and 20 in the last: two hot tiles
+        row = rng.standard_normal(vocab).astype(F32)
+        row[: min(vocab, 20)] += F32(100)
+        row[max(0, vocab - 20) :] += F32(100)
+        return row
     if kind == "column_block":  # 256 large values in 8 thread groups: the column-group tile overflows
         row = rng.standard_normal(vocab).astype(F32)
         row[(idx % 512) < 32] += F32(100)
@@ -81,7 +90,8 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
 
 
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
-         "top_heavy", "column_block", "tie_pairs", "neg_nan", "pos_inf_tail")  # fmt: skip
+         "top_heavy", "tail_heavy", "two_heavy", "column_block", "tie_pairs", "neg_nan",
+         "pos_inf_tail")  # fmt: skip
 
 
 def _call(vocab: int, seed: int, dtype: str = "float32") -> fuzz.Call:
@@ -109,12 +119,16 @@ PLANS: dict[str, dict[str, Any]] = {
     "extraction": {"threshold": False, "tile": 1024, "chunk": 1024},
     # the strided-group tile and the full threshold merge alone (the fallbacks of the defaults)
     "prev_tile": {"fast_tile": False, "merge_pool": 0},
-    # 9 tiles, 4 pooled keys each: top_heavy's 40 largest lie in tile 0, so the pool check fails
+    # 9 tiles, 4 pooled keys each: top_heavy's 40 largest lie in tile 0, tail_heavy's in tile 8 (the
+    # last, partly past V) and two_heavy's in both, so the pool check fails (_pool_refine)
     "pool_small": {"tile": 1024, "merge_pool": 64},
     "two_launch_capped": {"fused": False, "maxnreg": 64},
     # the GPU's ordering (Triton's bitonic top-k); the interpreter's default plan ranks by counts
     "bitonic": {"by_count": False},
     "bitonic_fused_pool": {"by_count": False, "fused": True, "tile": 1024, "merge_pool": 64},
+    # the column-group tile's per-warp bound (GPU ordering), and a compaction too small for column_block
+    "warp_bound": {"by_count": False, "warp_bound": True},
+    "fcap64": {"fcap": 64, "fused": True},
 }
 
 
@@ -125,6 +139,8 @@ LARGE_ONLY = {
     "two_launch_capped",
     "bitonic",
     "bitonic_fused_pool",
+    "warp_bound",
+    "fcap64",
 }  # (several tiles)
 CASES = [
     (p, v)

@@ -1,0 +1,211 @@
+"""Timeline of one proposal position inside the fused kernel: where the dependent chain spends its time.
+
+    python benchmarks/probe_timeline.py --out DIR [--batches 1,4] [--calls 50]
+
+A copy of kernels/propose_jit.py with clock reads inserted at fixed points (``POINTS``) is imported as
+a separate module and launched through propose.launch with the default fused plan. Each read is an
+inline-PTX ``%globaltimer`` / ``%clock64`` predicated on a value computed by the stage before it, so
+it cannot issue before that stage's result exists (a read without a data dependence may be hoisted by
+ptxas). Tile programs write their points to probe[pid, :], the merging program to probe[65536 + row,
+:]. Per point the report gives the median over calls of the time since the earliest tile program
+start (globaltimer, ns, comparable across SMs) and, within one program, of the clock64 cycles since
+the program's first point. The probe perturbs what it measures slightly (a point that needs a
+reduction for its dependence adds one); it is for attribution, not for headline figures. GPU only
+(inline PTX does not run in Triton's interpreter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dyadic24.kernels import propose as kp
+
+SRC = Path(__file__).resolve().parents[1] / "kernels" / "propose_jit.py"
+MERGE_BASE = 65536
+PROBE_HELPER = """
+
+@triton.jit
+def _probe(ptr, slot, dep):
+    d = dep.to(tl.int64)
+    t = tl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ne.s64 p, $1, -7777; @p mov.u64 $0, %globaltimer; @!p mov.u64 $0, 0; }",
+        "=l,l", [d], dtype=tl.int64, is_pure=False, pack=1)
+    c = tl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ne.s64 p, $1, -7777; @p mov.u64 $0, %clock64; @!p mov.u64 $0, 0; }",
+        "=l,l", [d], dtype=tl.int64, is_pure=False, pack=1)
+    tl.store(ptr + 2 * slot, t)
+    tl.store(ptr + 2 * slot + 1, c)
+"""
+_T = "trace_ptr + pid * 32"  # a tile program's row of the probe buffer, in tile_kernel
+_P = "probe_ptr + pid * 32"  # the same, inside _tile_fast
+_M = f"trace_ptr + ({MERGE_BASE} + row) * 32"  # the merging program's row
+_PID = "    pid = tl.program_id(0).to(tl.int64)\n    row = pid // n_tiles\n    tile = pid - row * n_tiles\n"
+_ARRIVE = '        arrived = tl.atomic_add(counter_ptr + row, 1, sem="acq_rel", scope="gpu")\n'
+# (name, anchor line(s) in propose_jit.py, statement inserted after it; "@" = the anchor's indentation)
+POINTS: list[tuple[str, str, str]] = [
+    ("tile start", _PID, f"@_probe({_T}, 0, pid)\n"),
+    ("tile loaded+max", "    top = tl.max(gmax)\n", f"@_probe({_P}, 1, top)\n"),
+    (
+        "tile theta (warp bound)",
+        "            theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), "
+        "SK_NEG_INF)\n",
+        f"@_probe({_P}, 2, theta)\n",
+    ),
+    ("tile n_sel", "        n_sel = tl.sum(cnt)\n", f"@_probe({_P}, 3, n_sel)\n"),
+    ("tile reloaded", "            sk2 = tl.where(k2 == -1, 0, k2)\n", f"@_probe({_P}, 4, tl.max(sk2))\n"),
+    (
+        "tile sorted",
+        "                tl.store(out + l32, tl.topk(key, K_C))\n",
+        f"@_probe({_P}, 5, tl.max(tl.topk(key, K_C)))\n",
+    ),
+    ("tile arrived", _ARRIVE, f"@_probe({_T}, 6, arrived)\n"),
+    ("merge flags", "    fmax = tl.max(acc)\n", f"@_probe({_M}, 7, fmax)\n"),
+    (
+        "merge pool top-32",
+        "        best, more = _merge_pool(pool_keys, MPOOL_T, MPOOL_K, BY_COUNT)\n",
+        f"@_probe({_M}, 8, more + tl.max(best))\n",
+    ),
+    (
+        "finish clause 5",
+        "    # ---- clause 6.1: slots in ascending token ID; padding sorts last and carries +0\n",
+        f"    _probe({_M}, 9, tl.max(ev.to(tl.int64, bitcast=True)))\n",
+    ),
+    ("finish slots", "    slot_valid = lane64 < n_valid\n", f"@_probe({_M}, 10, tl.max(slot_id))\n"),
+    ("finish tree", "    s64 = s_bits.to(tl.float64, bitcast=True)\n", f"@_probe({_M}, 11, s_bits)\n"),
+    ("finish tickets", "    rem = TICKETS - tl.sum(counts)\n", f"@_probe({_M}, 12, rem)\n"),
+    ("finish drawn", "    drawn = tl.sum(tl.where(hit, slot_id, 0))\n", f"@_probe({_M}, 13, drawn)\n"),
+    (
+        "finish stored",
+        "    tl.store(tickets_ptr + row * 32 + place, out_t.to(tl.int32))\n",
+        f"@_probe({_M}, 14, tl.load(tickets_ptr + row * 32 + 31))\n",
+    ),
+]
+_PARAMS = "    pid,\n    row,\n    tile,\n    V,\n    greedy_fast,\n"
+_CALL = (
+    "            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,\n"
+    "            TILE, NT,"
+)
+
+
+def probed_source() -> str:
+    src = SRC.read_text()
+    # the tile's points need the probe buffer (the trace pointer, unused without a trace) in _tile_fast
+    fast_params = _PARAMS + "    TILE: tl.constexpr,\n    NT:"
+    assert src.count(fast_params) == 1 and _CALL in src, "the _tile_fast signature or call changed"
+    src = src.replace(fast_params, fast_params.replace("greedy_fast,\n", "greedy_fast,\n    probe_ptr,\n"))
+    src = src.replace(_CALL, _CALL.replace("greedy_fast,\n", "greedy_fast, trace_ptr,\n"), 1)
+    for name, anchor, stmt in POINTS:
+        assert src.count(anchor) == 1, f"probe point {name!r}: anchor not unique in propose_jit.py"
+        last = anchor.splitlines()[-1]
+        indent = last[: len(last) - len(last.lstrip())]
+        src = src.replace(anchor, anchor + stmt.replace("@", indent), 1)
+    return src + PROBE_HELPER
+
+
+def load_probed() -> Any:
+    tmp = Path(tempfile.mkdtemp()) / "propose_jit_probed.py"
+    tmp.write_text(probed_source())
+    spec = importlib.util.spec_from_file_location("dyadic24.kernels.propose_jit_probed", tmp)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run(batch: int, vocab: int, calls: int) -> dict[str, Any]:
+    dev = torch.device("cuda")
+    gen = torch.Generator(device=dev).manual_seed(7)
+    logits = [torch.randn((batch, vocab), device=dev, generator=gen) * 3 for _ in range(8)]
+    big = torch.empty(64 << 20, dtype=torch.int8, device=dev)  # evicts L2 between calls
+    plan = kp.Plan.for_shape(batch, vocab)
+    ws = kp.make_workspace(batch, vocab, dev, plan.tile, cap=plan.scratch_width, mcap=plan.mcap)
+    tab = kp.prepare(dev)
+    outs = kp.make_outputs(batch, dev)
+    temp = torch.ones(batch, dtype=torch.float32, device=dev)
+    seed = torch.arange(batch, dtype=torch.int64, device=dev)
+    probe = torch.zeros((MERGE_BASE + batch) * 32, dtype=torch.int64, device=dev)
+    common = (temp.view(torch.int32), seed, seed, seed, tab.z, tab.e, *outs, probe)
+    tau_bits = int(np.float32(kp.TAU_DEFAULT).view(np.uint32))
+    n_prog = batch * plan.n_tiles
+    samples: list[np.ndarray] = []
+    for c in range(calls + 3):
+        big.zero_()
+        probe.zero_()
+        kp.launch(plan, logits[c % 8].view(torch.int32), ws, common, tau_bits, tab, trace=False, src=0)
+        torch.cuda.synchronize()
+        if c >= 3:
+            samples.append(probe.view(-1, 32).cpu().numpy().copy())
+    points = [p[0] for p in POINTS]
+    glob: dict[str, list[float]] = {n: [] for n in points}
+    cyc: dict[str, list[float]] = {n: [] for n in points}
+    for s in samples:
+        t = s[:, 0::2]
+        k = s[:, 1::2]
+        tiles_t, tiles_k = t[:n_prog], k[:n_prog]
+        start = tiles_t[:, 0].min()
+        for i, name in enumerate(points):
+            if i <= 6:
+                vals = tiles_t[:, i]
+                ok = vals > 0
+                if ok.any():
+                    glob[name].append(float(np.median(vals[ok] - start)))
+                    cyc[name].append(float(np.median(tiles_k[ok, i] - tiles_k[ok, 0])))
+            else:
+                mt = t[MERGE_BASE : MERGE_BASE + batch, i]
+                mk = k[MERGE_BASE : MERGE_BASE + batch, i]
+                ok = mt > 0
+                if ok.any():
+                    glob[name].append(float(np.median(mt[ok] - start)))
+                    cyc[name].append(float(np.median(mk[ok] - k[MERGE_BASE : MERGE_BASE + batch, 7][ok])))
+        last_arrival = tiles_t[:, 6].max() - start
+        glob.setdefault("last tile arrived", []).append(float(last_arrival))
+    return {
+        "B": batch,
+        "V": vocab,
+        "calls": calls,
+        "plan": {"fused": plan.fused, "tile": plan.tile, "n_tiles": plan.n_tiles},
+        "ns_since_first_tile_start": {n: float(np.median(v)) for n, v in glob.items() if v},
+        "cycles_since_program_start": {n: float(np.median(v)) for n, v in cyc.items() if v},
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--batches", default="1,4")
+    ap.add_argument("--vocab", type=int, default=163_840)
+    ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--source", action="store_true", help="print the probed source and exit (CPU)")
+    args = ap.parse_args()
+    if args.source:
+        print(probed_source())
+        return 0
+    setattr(kp, "propose_jit", load_probed())  # noqa: B010 (launch() reads its kernels from this attribute)
+    runs = [run(int(b), args.vocab, args.calls) for b in args.batches.split(",")]
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "runs": runs}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "probe_timeline.json").write_text(json.dumps(report, indent=1) + "\n")
+    lines = ["| B | point | ns since first tile start | cycles since program start |", "|---:|---|---:|---:|"]
+    for r in runs:
+        for name, ns in r["ns_since_first_tile_start"].items():
+            cycles = r["cycles_since_program_start"].get(name, 0)
+            lines.append(f"| {r['B']} | {name} | {ns:.0f} | {cycles:.0f} |")
+    (args.out / "probe_timeline.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
