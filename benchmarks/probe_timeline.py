@@ -63,7 +63,7 @@ POINTS: list[tuple[str, str, str]] = [
         f"@_probe({_P}, 2, theta)\n",
     ),
     ("tile n_sel", "        n_sel = tl.sum(cnt)\n", f"@_probe({_P}, 3, n_sel)\n"),
-    ("tile reloaded", "            sk2 = tl.where(k2 == -1, 0, k2)\n", f"@_probe({_P}, 4, tl.max(sk2))\n"),
+    ("tile reloaded", "            sk2 = value_key32(b2)\n", f"@_probe({_P}, 4, tl.max(sk2))\n"),
     (
         "tile sorted",
         "                tl.store(out + l32, tl.topk(key, K_C))\n",

@@ -100,9 +100,11 @@ def load_bits_i32(ptr, offs, mask, SRC: tl.constexpr):
 @triton.jit
 def value_key32(b):
     """The high word of order_key as int32: an order-preserving integer image of the binary32 value
-    (clause 3.1; -0 is canonicalised to +0 so that the two zeros tie)."""
-    bc = tl.where(b == INT32_MIN, 0, b)
-    return tl.where(bc < 0, bc ^ 0x7FFFFFFF, bc)
+    (clause 3.1; -0 is canonicalised to +0 so that the two zeros tie). Negative patterns flip their
+    31 low bits (one xor with the sign-filled mask, no select); -0 lands on -1, which becomes 0 (the
+    same map as order_key's high word on every one of the 2^32 patterns, checked exhaustively)."""
+    k = b ^ ((b >> 31) & 0x7FFFFFFF)
+    return tl.where(k == -1, 0, k)
 
 
 @triton.jit
@@ -379,8 +381,8 @@ def _tile_fast(
     the run's (32 / runs)-th largest column maximum, which 32 distinct columns still reach (more
     elements pass it: ~50 instead of ~37 for Gaussian logits). More than FCAP takes _tile_part (the
     layout is a performance matter only: the bounds hold for any partition into columns). Value keys
-    as value_key32, computed as b ^ (sign mask & 0x7FFFFFFF) with -0 -> +0; a NaN maps above +inf or
-    below -inf (the flags look at both ends); lanes past V read as -inf.
+    by value_key32; a NaN maps above +inf or below -inf (the flags look at both ends); lanes past V
+    read as -inf.
     """
     GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # elements per 16-byte load: one thread's columns
     R: tl.constexpr = TILE // (NT * GW)
@@ -394,8 +396,7 @@ def _tile_fast(
         b = tl.load(base + loc, mask=inb, other=-8388608)  # 0xFF800000: -inf
     else:
         b = tl.where(inb, load_bits_i32(base, loc, inb, SRC), -8388608)
-    k = b ^ ((b >> 31) & 0x7FFFFFFF)
-    sk = tl.where(k == -1, 0, k)  # -0 ties +0 (clause 3.1)
+    sk = value_key32(b)  # (-0 ties +0, clause 3.1)
     gmax = tl.max(tl.reshape(tl.max(sk, axis=0), [NT, GW]), axis=1)
     top = tl.max(gmax)
     low = tl.min(tl.min(sk, axis=0))
@@ -459,8 +460,7 @@ def _tile_fast(
             live = lane < n_sel
             li = tl.load(s_idx + lane, mask=live, other=0).to(tl.int32)
             b2 = load_bits_i32(base, li, live, SRC)
-            k2 = b2 ^ ((b2 >> 31) & 0x7FFFFFFF)
-            sk2 = tl.where(k2 == -1, 0, k2)
+            sk2 = value_key32(b2)
             key = tl.where(live, (sk2.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + li)), KEY_PAD)
             if BY_COUNT:
                 rank = _rank_desc(key, live)
