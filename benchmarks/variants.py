@@ -68,28 +68,11 @@ PLANS: dict[str, dict[str, Any]] = {
     "fast-r96": {**_2L, "maxnreg": 96},
     "fast-r64": {**_2L, "maxnreg": 64},
     "default": {},
-    # session 3: fewer, larger tiles for a smaller merge pool; per-warp tile bound; narrower compaction
-    "F-t8192-p256": {"fused": True, "tile": 8192, "merge_pool": 256},
-    "F-t16384-p256": {"fused": True, "tile": 16384, "merge_pool": 256},
-    "F-t16384-w8-p256": {"fused": True, "tile": 16384, "num_warps": 8, "merge_pool": 256},
+    # session 3: per-warp tile bound, narrower compaction, early draw (the larger-tile plans of call 2
+    # are gone: more than 32 elements per thread, now refused by Plan.for_shape; NOTES.md item 24)
     "F-warp": {"fused": True, "warp_bound": True},
     "F-fcap64": {"fused": True, "fcap": 64},
     "F-early": {"fused": True, "early_draw": True},
-    "F-t8192-p256-warp": {"fused": True, "tile": 8192, "merge_pool": 256, "warp_bound": True},
-    "F-t8192-p256-warp-early": {
-        "fused": True,
-        "tile": 8192,
-        "merge_pool": 256,
-        "warp_bound": True,
-        "early_draw": True,
-    },
-    "F-t8192-p256-fcap64-early": {
-        "fused": True,
-        "tile": 8192,
-        "merge_pool": 256,
-        "fcap": 64,
-        "early_draw": True,
-    },
     "2L-warp": {**_2L, "maxnreg": 0, "warp_bound": True},
     "2L-fcap64": {**_2L, "maxnreg": 0, "fcap": 64},
     # the merge without the pool (threshold merge): what the pool check's failures cost before
@@ -106,7 +89,7 @@ CALL2 = (
 GREEDY_PLANS = (
     "extract-2L-t4096-w4", "thr-2L-t4096-w4", "thr-F-t4096-w4", "thr-F-t4096-w4-nogf", "thr-F-t2048-w4",
     "thr-3L-t4096-w4-f1", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4", *CALL3, "fast-r96", "fast-r64",
-    "default", "F-t8192-p256", "F-t16384-p256", "F-warp", "2L-warp",
+    "default", "F-warp", "2L-warp",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
                "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip

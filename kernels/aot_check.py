@@ -33,13 +33,13 @@ from typing import Any
 # libdevice's binary64 exp contributes fma/add/mul/selp/setp.f64 and a float test of the argument's
 # high word (abs.ftz.f32, setp.*.f32); the rule itself contributes sub.f64 (or the narrowed sub.f32),
 # div.rn.f64, add.f64, the exact integer-to-binary64 conversions of ieee_jit.widen32to64, the exact
-# cvt.f64.f32 and correctly rounded cvt.rn.f32.f64 of clause5_hw_jit, compares and selects on z and e,
-# and the truncation cvt.rzi.s32.f64 of clause 7.2.
+# cvt.f64.f32 and correctly rounded cvt.rn.f32.f64 of clause5_hw_jit, selects on z and e, and the
+# truncation cvt.rzi.s32.f64 of clause 7.2.
+# (plus every setp comparison of binary32 / binary64 values, which rounds nothing: audit_merge)
 MERGE_ALLOWED = {
     "sub.f64", "sub.f32", "div.rn.f64", "add.f64", "add.rn.f64", "fma.rn.f64", "mul.f64", "selp.f64",
-    "selp.f32", "setp.lt.f64", "setp.ge.f64", "setp.eq.f32", "cvt.rn.f64.u64", "cvt.rn.f64.s64",
-    "cvt.rn.f64.u32", "cvt.rn.f64.s32", "cvt.f64.f32", "cvt.rn.f32.f64", "cvt.rzi.s32.f64",
-    "abs.ftz.f32", "setp.lt.f32", "setp.geu.f32",
+    "selp.f32", "cvt.rn.f64.u64", "cvt.rn.f64.s64", "cvt.rn.f64.u32", "cvt.rn.f64.s32", "cvt.f64.f32",
+    "cvt.rn.f32.f64", "cvt.rzi.s32.f64", "abs.ftz.f32",
 }  # fmt: skip
 EXP_FMA = 14  # libdevice's binary64 exp: 14 fma + 1 mul
 APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "lg2.approx", "tanh.approx")

@@ -24,7 +24,7 @@ select_backend()
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from dyadic24.kernels.clause5_hw_jit import exp_hw  # noqa: E402
+from dyadic24.kernels.clause5_hw_jit import bits_of_f32, exp_hw, f64_of_bits32  # noqa: E402
 from dyadic24.kernels.exp_jit import exp_binary32  # noqa: E402
 
 LN2_HI = tl.constexpr(6.93147180369123816490e-01)  # 0x3FE62E42FEE00000: 32 significant bits
@@ -57,12 +57,6 @@ def independent_exp64(zf):
     return p * scale
 
 
-@triton.jit
-def _as_f64(bits32):
-    """binary32 pattern -> float64 by the hardware conversion (independent of ieee_jit.widen32to64)."""
-    return bits32.to(tl.int32).to(tl.float32, bitcast=True).to(tl.float64)
-
-
 @triton.jit(do_not_specialize=["start", "count", "tab_n"])
 def sweep_kernel(
     start, count, tab_z_ptr, tab_e_ptr, tab_n, r_ptr, code_ptr, TAB_ITERS: tl.constexpr, BLOCK: tl.constexpr
@@ -72,10 +66,10 @@ def sweep_kernel(
     z = (offs + start) & 0xFFFFFFFF
     r, flagged, found = exp_binary32(z, tab_z_ptr, tab_e_ptr, tab_n, TAB_ITERS)
 
-    y2 = independent_exp64(_as_f64(z))
-    rv = _as_f64(r)
-    up = _as_f64(r + 1)
-    down = _as_f64(tl.where(r == 0, 0, r - 1))
+    y2 = independent_exp64(f64_of_bits32(z))
+    rv = f64_of_bits32(r)
+    up = f64_of_bits32(r + 1)
+    down = f64_of_bits32(tl.where(r == 0, 0, r - 1))
     mid_hi = (rv + up) * 0.5
     mid_lo = tl.where(r == 0, -1.0, (rv + down) * 0.5)  # below +0 there is no rounding boundary
     margin = y2 * MARGIN
@@ -86,8 +80,8 @@ def sweep_kernel(
     undecided = (ok == 0) & (wrong == 0)
     code = undecided.to(tl.int32) | (wrong.to(tl.int32) << 1) | (flagged.to(tl.int32) << 2)
     code = code | (found.to(tl.int32) << 3)
-    e_hw, unsure = exp_hw(_as_f64(z))
-    hw_wrong = (unsure == 0) & ((e_hw.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF) != r)
+    e_hw, unsure = exp_hw(f64_of_bits32(z))
+    hw_wrong = (unsure == 0) & (bits_of_f32(e_hw) != r)
     code = code | (hw_wrong.to(tl.int32) << 4) | (unsure.to(tl.int32) << 5)
     tl.store(r_ptr + offs, r.to(tl.int32), mask=live)
     tl.store(code_ptr + offs, code.to(tl.int8), mask=live)

@@ -852,16 +852,23 @@ def _top32(flat, BY_COUNT: tl.constexpr):
 
 
 @triton.jit
+def _hot_keys(pk, c32, MPOOL_K: tl.constexpr):
+    """Where a tile's MPOOL_K-th pooled key is real and >= c32, the pool's 32nd key: the tiles whose
+    later keys may belong to C (only that key of a tile can be >= c32 without being in the pool's top
+    32). [MPOOL_T, MPOOL_K], true at most in the last column."""
+    last = tl.arange(0, MPOOL_K)[None, :] == MPOOL_K - 1
+    return last & (pk != KEY_PAD) & (pk >= c32)
+
+
+@triton.jit
 def _merge_pool(pk, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.constexpr):
     """The top 32 of the pool ``pk`` (_pool_keys), and whether it may miss one: the row's C equals it
     unless some tile's MPOOL_K-th key is real and not below the pool's 32nd key (every key a tile
     lists later is smaller than its MPOOL_K-th), in which case the caller takes _pool_refine."""
     best = _top32(tl.reshape(pk, [MPOOL_T * MPOOL_K]), BY_COUNT)
     if MPOOL_K < K_C:
-        # (only a tile's MPOOL_K-th key can be real and >= c32 without lying in the pool's top 32)
-        last = tl.arange(0, MPOOL_K)[None, :] == MPOOL_K - 1
         c32 = tl.min(best)
-        more = tl.max(tl.where(last & (pk != KEY_PAD) & (pk >= c32), 1, 0))
+        more = tl.max(tl.where(_hot_keys(pk, c32, MPOOL_K), 1, 0))
     else:
         more = tl.min(best) * 0
     return best, more
@@ -879,10 +886,7 @@ def _pool_refine(cbase, pk, best, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, 
     tiles are hot (likewise when the pool holds fewer than 32 real keys). Typical of vocabularies whose
     likely tokens share an ID range (frequent tokens have low IDs in BPE vocabularies)."""
     HOT: tl.constexpr = K_C // MPOOL_K
-    c32 = tl.min(best)
-    last = tl.arange(0, MPOOL_K)[None, :] == MPOOL_K - 1
-    kth = tl.max(tl.where(last, pk, KEY_PAD), axis=1)  # each tile's MPOOL_K-th key
-    hot = (kth != KEY_PAD) & (kth >= c32)
+    hot = tl.max(tl.where(_hot_keys(pk, tl.min(best), MPOOL_K), 1, 0), axis=1) != 0
     order = tl.cumsum(hot.to(tl.int32), 0) - 1
     h = tl.arange(0, HOT)
     pick = hot[:, None] & (order[:, None] == h[None, :])
