@@ -33,6 +33,7 @@ from dyadic24.kernels import propose as kp
 
 SRC = Path(__file__).resolve().parents[1] / "kernels" / "propose_jit.py"
 MERGE_BASE = 65536
+ROW = 64  # int64 words per program in the probe buffer: (globaltimer, clock64) per point
 PROBE_HELPER = """
 
 @triton.jit
@@ -47,22 +48,22 @@ def _probe(ptr, slot, dep):
     tl.store(ptr + 2 * slot, t)
     tl.store(ptr + 2 * slot + 1, c)
 """
-_T = "trace_ptr + pid * 32"  # a tile program's row of the probe buffer, in tile_kernel
-_P = "probe_ptr + pid * 32"  # the same, inside _tile_fast
-_M = f"trace_ptr + ({MERGE_BASE} + row) * 32"  # the merging program's row
+_T = f"trace_ptr + pid * {ROW}"  # a tile program's row of the probe buffer, in tile_kernel
+_P = f"probe_ptr + pid * {ROW}"  # the same, inside _tile_fast
+_M = f"trace_ptr + ({MERGE_BASE} + row) * {ROW}"  # the merging program's row
 _PID = "    pid = tl.program_id(0).to(tl.int64)\n    row = pid // n_tiles\n    tile = pid - row * n_tiles\n"
 _ARRIVE = '        arrived = tl.atomic_add(counter_ptr + row, 1, sem="acq_rel", scope="gpu")\n'
 # (name, anchor line(s) in propose_jit.py, statement inserted after it; "@" = the anchor's indentation)
 POINTS: list[tuple[str, str, str]] = [
     ("tile start", _PID, f"@_probe({_T}, 0, pid)\n"),
-    ("tile loaded+max", "    top = tl.max(gmax)\n", f"@_probe({_P}, 1, top)\n"),
+    ("tile loaded+flags", "    flags = tl.max(words)\n", f"@_probe({_P}, 1, flags)\n"),
     (
         "tile theta (warp bound)",
         "            theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), "
         "SK_NEG_INF)\n",
         f"@_probe({_P}, 2, theta)\n",
     ),
-    ("tile n_sel", "        n_sel = tl.sum(cnt)\n", f"@_probe({_P}, 3, n_sel)\n"),
+    ("tile n_sel", "            n_sel = n_gt\n", f"@_probe({_P}, 3, n_sel)\n"),
     ("tile reloaded", "            sk2 = value_key32(b2)\n", f"@_probe({_P}, 4, tl.max(sk2))\n"),
     (
         "tile sorted",
@@ -72,23 +73,33 @@ POINTS: list[tuple[str, str, str]] = [
     ("tile arrived", _ARRIVE, f"@_probe({_T}, 6, arrived)\n"),
     ("merge flags", "    fmax = tl.max(acc)\n", f"@_probe({_M}, 7, fmax)\n"),
     (
-        "merge pool top-32",
-        "        best, more = _merge_pool(pool_keys, MPOOL_T, MPOOL_K, BY_COUNT)\n",
-        f"@_probe({_M}, 8, more + tl.max(best))\n",
+        "merge pool top-32 + pair check",
+        "            best = _merge_pool_pairs(cbase, pool_q, n_tiles, TILE, MPOOL_T, MPOOL_K, BY_COUNT)\n",
+        f"@_probe({_M}, 8, tl.max(best))\n",
+    ),
+    (
+        "finish lane values",
+        "    mb = _lane_value(lb, lane, 0)\n",
+        f"@_probe({_M}, 9, mb + astar + n_valid)\n",
+    ),
+    (
+        "finish clause 5 (hardware)",
+        "    d_f, z_f, e_f, unsure = clause5_hw(lb, mb, tau)\n",
+        f"@_probe({_M}, 10, tl.max(e_f.to(tl.int32, bitcast=True)))\n",
     ),
     (
         "finish clause 5",
         "    # ---- clause 6.1: slots in ascending token ID; padding sorts last and carries +0\n",
-        f"    _probe({_M}, 9, tl.max(ev.to(tl.int64, bitcast=True)))\n",
+        f"    _probe({_M}, 11, tl.max(ev.to(tl.int64, bitcast=True)))\n",
     ),
-    ("finish slots", "    slot_valid = lane64 < n_valid\n", f"@_probe({_M}, 10, tl.max(slot_id))\n"),
-    ("finish tree", "    s64 = s_bits.to(tl.float64, bitcast=True)\n", f"@_probe({_M}, 11, s_bits)\n"),
-    ("finish tickets", "    rem = TICKETS - tl.sum(counts)\n", f"@_probe({_M}, 12, rem)\n"),
-    ("finish drawn", "    drawn = tl.sum(tl.where(hit, slot_id, 0))\n", f"@_probe({_M}, 13, drawn)\n"),
+    ("finish slots", "    slot_valid = lane64 < n_valid\n", f"@_probe({_M}, 12, tl.max(slot_id))\n"),
+    ("finish tree", "    s64 = s_bits.to(tl.float64, bitcast=True)\n", f"@_probe({_M}, 13, s_bits)\n"),
+    ("finish tickets", "    rem = TICKETS - tl.sum(counts)\n", f"@_probe({_M}, 14, rem)\n"),
+    ("finish drawn", "    drawn = tl.sum(tl.where(hit, slot_id, 0))\n", f"@_probe({_M}, 15, drawn)\n"),
     (
         "finish stored",
         "    tl.store(tickets_ptr + row * 32 + place, out_t.to(tl.int32))\n",
-        f"@_probe({_M}, 14, tl.load(tickets_ptr + row * 32 + 31))\n",
+        f"@_probe({_M}, 16, tl.load(tickets_ptr + row * 32 + 31))\n",
     ),
 ]
 _PARAMS = "    pid,\n    row,\n    tile,\n    V,\n    greedy_fast,\n"
@@ -135,7 +146,7 @@ def run(batch: int, vocab: int, calls: int) -> dict[str, Any]:
     outs = kp.make_outputs(batch, dev)
     temp = torch.ones(batch, dtype=torch.float32, device=dev)
     seed = torch.arange(batch, dtype=torch.int64, device=dev)
-    probe = torch.zeros((MERGE_BASE + batch) * 32, dtype=torch.int64, device=dev)
+    probe = torch.zeros((MERGE_BASE + batch) * ROW, dtype=torch.int64, device=dev)
     common = (temp.view(torch.int32), seed, seed, seed, tab.z, tab.e, *outs, probe)
     tau_bits = int(np.float32(kp.TAU_DEFAULT).view(np.uint32))
     n_prog = batch * plan.n_tiles
@@ -146,7 +157,7 @@ def run(batch: int, vocab: int, calls: int) -> dict[str, Any]:
         kp.launch(plan, logits[c % 8].view(torch.int32), ws, common, tau_bits, tab, trace=False, src=0)
         torch.cuda.synchronize()
         if c >= 3:
-            samples.append(probe.view(-1, 32).cpu().numpy().copy())
+            samples.append(probe.view(-1, ROW).cpu().numpy().copy())
     points = [p[0] for p in POINTS]
     glob: dict[str, list[float]] = {n: [] for n in points}
     cyc: dict[str, list[float]] = {n: [] for n in points}

@@ -78,6 +78,15 @@ PLANS: dict[str, dict[str, Any]] = {
     # the merge without the pool (threshold merge): what the pool check's failures cost before
     # _pool_refine; compare on --clustered logits
     "F-nopool": {"fused": True, "merge_pool": 0},
+    # session 4: the merge pool halved by pairing tiles (now the default) against the whole pool
+    "F-unpaired": {"fused": True, "pair_pool": False},
+    "2L-unpaired": {**_2L, "maxnreg": 0, "pair_pool": False},
+    # warps per program of the fused kernel (the default is 8 up to B = 2)
+    "F-w4": {"fused": True, "num_warps": 4},
+    "F-w16": {"fused": True, "num_warps": 16},
+    "F-t2048-w8": {"fused": True, "tile": 2048, "num_warps": 8},
+    # the two-launch tile kernel without the exact-bound retry (to separate its cost at B = 64 / 256)
+    "2L-noretry": {**_2L, "maxnreg": 0, "bound_retry": False},
     "2L-nopool": {**_2L, "maxnreg": 0, "merge_pool": 0},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",

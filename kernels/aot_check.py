@@ -98,9 +98,10 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
         "ids_ptr": "*i32", "tickets_ptr": "*i32",
     }  # fmt: skip
     # the merge's pool as the default plan makes it for the benchmark's vocabulary (40 tiles)
-    pool_t, pool_k = kp.Plan.for_shape(1, 163_840).pool_shape
-    pool = {"MPOOL_T": pool_t, "MPOOL_K": pool_k}
-    no_pool = {"MPOOL_T": 0, "MPOOL_K": 0}
+    bench_plan = kp.Plan.for_shape(1, 163_840)
+    pool_t, pool_k = bench_plan.pool_shape
+    pool = {"MPOOL_T": pool_t, "MPOOL_K": pool_k, "MPOOL_PAIRS": bench_plan.pool_pairs}
+    no_pool = {"MPOOL_T": 0, "MPOOL_K": 0, "MPOOL_PAIRS": False}
     sizes = {"POOL": kp.POOL, "MCAP": kp.MCAP, "CHUNK": kp.CHUNK, "FCHUNK": kp.FLAG_CHUNK, "TAB_ITERS": 6}
     # (threshold, tl.topk) methods: the default, and the extraction paths
     methods = ((True, False), (False, False), (False, True)) if everything else ((True, False),)
@@ -120,13 +121,16 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "GREEDY_FAST": kp.GREEDY_FAST,
                         "EARLY_DRAW": kp.FUSED_EARLY_DRAW if fused else kp.EARLY_DRAW,
                         "FAST": kp.FAST_TILE and threshold, "NT": 32 * kp.NUM_WARPS, "FCAP": kp.FCAP,
-                        "BY_COUNT": False, "WARP_BOUND": kp.WARP_BOUND, **pool,
+                        "BY_COUNT": False, "WARP_BOUND": kp.WARP_BOUND, **pool, "RETRY": kp.BOUND_RETRY,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
                         f"{'' if threshold else '/extract'}{'/tl.topk' if topk else ''}"
                     )
                     out.append(("tile_kernel", name, sig, consts))
+                    if fused and threshold and not trace:  # the small batches' wider programs
+                        wide = {**consts, "NT": 32 * kp.WIDE_WARPS}
+                        out.append(("tile_kernel", f"{name}/w{kp.WIDE_WARPS}", sig, wide))
     for src, ptr in srcs if everything else srcs[:1]:
         for trace in (False, True):
             for threshold, topk in methods:
@@ -139,7 +143,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                     consts = {
                         **sizes, "TRACE": trace, "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold,
                         "GREEDY_FAST": kp.GREEDY_FAST, "EARLY_DRAW": kp.EARLY_DRAW, "SPLIT": split,
-                        "BY_COUNT": False, **(pool if threshold else no_pool),
+                        "BY_COUNT": False, **(pool if threshold else no_pool), "TILE": kp.TILE,
                     }  # fmt: skip
                     name = (
                         f"merge/src{src}{'/trace' if trace else ''}{'/split' if split else ''}"
@@ -186,7 +190,10 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         began = time.perf_counter()
         full_sig = {**sig, **{k: "constexpr" for k in consts}}
         try:
-            warps = kp.FINISH_WARPS if kernel == "finish_kernel" else kp.NUM_WARPS
+            # (a tile program's warps: its column groups NT, 32 per warp)
+            warps = consts.get("NT", 32 * kp.NUM_WARPS) // 32
+            if kernel == "finish_kernel":
+                warps = kp.FINISH_WARPS
             compiled = triton.compile(
                 ASTSource(fn=kernels[kernel], signature=full_sig, constexprs=consts),
                 target=target,

@@ -32,6 +32,8 @@ TRACE_WORDS = 320
 # 8192/8 and 4096/8 at every batch size tried (1, 4, 64, 256).
 TILE = 4096  # vocabulary elements per tile program
 NUM_WARPS = 4
+WIDE_WARPS = 8  # default_warps: warps per program up to WIDE_MAX_BATCH rows (H200, session 4: B = 1
+WIDE_MAX_BATCH = 2  # 52.3 vs 56.3 us, B = 2 53.7 vs 56.7; B = 4 74.7 vs 60.2: 160 programs of 8 warps)
 CHUNK = 2048  # candidate keys per step of the merge scan (64 tiles)
 FLAG_CHUNK = 64  # tile flags per merge step
 GROUPS = 128  # strided group maxima per tile (their 32nd largest bounds the tile's 32nd value)
@@ -42,6 +44,10 @@ MERGE_WARPS = 4
 FAST_TILE = True  # per-thread groups, bitonic top-k bound, compaction scan over thread totals
 FCAP = 128  # compaction slots of the fast tile path (more: the GROUPS / CAP path)
 MERGE_POOL = 512  # keys the merge's first try reads (the first POOL_K of every tile)
+BOUND_RETRY = True  # the column-group tile's exact-bound retry (clustered rows with 8 warps: H200,
+# B = 1 78.1 -> 67.1 us; it is also compiled into the register-capped two-launch tile kernel, where
+# B = 256 measured 560.5 against 527.6 before it: benchmarks/NOTES.md item 34, not yet separated)
+PAIR_POOL = True  # the merge halves its pool by pairing tiles first (_merge_pool_pairs)
 MERGE_POOL_MIN_K = 4  # below this many keys per tile the merge starts with the full threshold path
 FUSED_MAX_BATCH = 4  # default_fused: one launch per position up to this batch size (H200, session
 # 3: 60.1 vs 71.7 us at B = 1 and 64.9 vs 75.2 at B = 4 for two launches; at B = 8 two launches with
@@ -89,6 +95,10 @@ class Plan:
     interpreter tests also run through explicit plans). ``for_shape`` leaves ``fused`` to
     default_fused(batch) unless given. ``warp_bound``: the column-group tile takes its bound from each
     warp's columns alone (a lower bound, no cross-warp top-k; ignored when ``by_count``).
+    ``pair_pool``: the merge first keeps the larger half of each pair of tiles' pooled keys and takes
+    the top 32 of that half (``pool_pairs``; exactness check in _merge_pool_pairs). ``bound_retry``:
+    when more than ``fcap`` elements pass the per-warp bound (large values in a few warps' columns),
+    the column-group tile retries with the exact bound before its fallback.
     """
 
     batch: int
@@ -114,6 +124,8 @@ class Plan:
     maxnreg: int | None = None
     by_count: bool = False
     warp_bound: bool = WARP_BOUND
+    pair_pool: bool = PAIR_POOL
+    bound_retry: bool = BOUND_RETRY
 
     @property
     def launches(self) -> int:
@@ -133,6 +145,11 @@ class Plan:
         if not self.threshold or per < MERGE_POOL_MIN_K:
             return (0, 0)
         return (tiles, 1 << (per.bit_length() - 1))
+
+    @property
+    def pool_pairs(self) -> bool:
+        """Whether the merge pairs the pool's tiles (``pair_pool`` and a pool of at least two tiles)."""
+        return self.pair_pool and self.pool_shape[0] >= 2
 
     @staticmethod
     def for_shape(
@@ -159,6 +176,8 @@ class Plan:
         maxnreg: int | None = 0,
         by_count: bool | None = None,
         warp_bound: bool = WARP_BOUND,
+        pair_pool: bool = PAIR_POOL,
+        bound_retry: bool = BOUND_RETRY,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile)."""
         if tile is None:
@@ -170,7 +189,7 @@ class Plan:
         if maxnreg == 0:  # the default: the cap for the two-launch form's tile kernel
             maxnreg = None if fused else TILE_MAXNREG
         if num_warps is None:
-            num_warps = NUM_WARPS
+            num_warps = default_warps(batch)
         for name, value in (("tile", tile), ("chunk", chunk), ("groups", groups), ("pool", pool)):
             if value < 32 or value & (value - 1):
                 raise ArgumentError(name, f"must be a power of two >= 32, got {value}")
@@ -185,7 +204,8 @@ class Plan:
             split_finish and not fused, finish_warps,
             fast_tile and threshold and 256 * num_warps <= tile <= 1024 * num_warps, fcap, merge_pool,
             maxnreg,
-            interpreting() if by_count is None else by_count, warp_bound,
+            interpreting() if by_count is None else by_count, warp_bound, pair_pool,
+            bound_retry,
         )  # fmt: skip
 
 
@@ -211,6 +231,12 @@ def default_tile(batch: int) -> int:
     data-dependent host logic). One size is best at every measured batch size."""
     del batch
     return TILE
+
+
+def default_warps(batch: int) -> int:
+    """Warps per program of the default plan: more at the smallest batches, where a position is one
+    latency chain per program and halving each thread's share of the tile shortens it."""
+    return WIDE_WARPS if batch <= WIDE_MAX_BATCH else NUM_WARPS
 
 
 def default_fused(batch: int) -> bool:
@@ -435,7 +461,8 @@ def launch(
             SRC=src, USE_TL_TOPK=use_tl_topk, THRESHOLD=plan.threshold, FUSED=plan.fused,
             GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw, FAST=plan.fast_tile,
             NT=32 * plan.num_warps, FCAP=plan.fcap, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
-            WARP_BOUND=plan.warp_bound, num_warps=plan.num_warps,
+            WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_pairs, RETRY=plan.bound_retry,
+            num_warps=plan.num_warps,
             **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:
@@ -446,7 +473,7 @@ def launch(
             TAB_ITERS=tab.iterations, TRACE=trace, SRC=src, USE_TL_TOPK=use_tl_topk,
             THRESHOLD=plan.threshold, GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw,
             SPLIT=plan.split_finish, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
-            num_warps=plan.merge_warps,
+            MPOOL_PAIRS=plan.pool_pairs, TILE=plan.tile, num_warps=plan.merge_warps,
         )  # fmt: skip
     if plan.split_finish and "finish" in stages:
         propose_jit.finish_kernel[(plan.batch,)](

@@ -8,9 +8,9 @@ Both select by a value threshold (a proven lower bound of the 32nd value, then c
 above it and an exact rank), falling back to 32 successive maxima when the bound admits too many. The
 default tile path (``_tile_fast``) takes the bound from per-thread groups so that most of its work
 stays in registers (falling back to the general threshold path), and the merge takes the top 32 of a
-pool of every tile's leading keys (``_merge_pool``) with an exactness check, adding the remaining keys
-of the few tiles that fail it (``_pool_refine``); without a pool (very large V) it takes the general
-threshold path.
+pool of every tile's leading keys, halved by pairing tiles (``_merge_pool_pairs``; or whole,
+``_merge_pool``, adding the remaining keys of the few tiles that fail its check, ``_pool_refine``);
+without a pool (very large V) it takes the general threshold path.
 Options (propose.Plan): FUSED, the row's last tile program merges (one launch); SPLIT, the merge
 stores C and ``finish_kernel`` runs clauses 3.3-9 with fewer warps (three launches); GREEDY_FAST,
 greedy rows without trace find only the argmax (a device-side branch on the row's temperature).
@@ -197,6 +197,8 @@ def tile_kernel(
     MPOOL_K: tl.constexpr = 0,
     BY_COUNT: tl.constexpr = False,
     WARP_BOUND: tl.constexpr = False,
+    MPOOL_PAIRS: tl.constexpr = False,
+    RETRY: tl.constexpr = False,
 ):
     """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
     and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
@@ -217,7 +219,7 @@ def tile_kernel(
     if FAST:
         _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,
-            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND,
+            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND, RETRY,
         )  # fmt: skip
     else:
         _tile_part(
@@ -234,7 +236,7 @@ def tile_kernel(
                 tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, mscratch_ptr,
                 row, V, n_tiles, tau_bits, tab_n, greedy_fast,
                 POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, False,
-                MPOOL_T, MPOOL_K, BY_COUNT,
+                MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE,
             )  # fmt: skip
 
 
@@ -323,6 +325,17 @@ def _tile_part(
 
 
 @triton.jit
+def _column_counts(sk, inb, theta, NT: tl.constexpr, GW: tl.constexpr):
+    """Elements above theta (gt) and at theta (eq), per column group as packed counts (low half gt,
+    high half eq) and over the tile: (gt, eq, pc, n_gt, n_eq)."""
+    gt = sk > theta
+    eq = inb & (sk == theta)
+    pc = tl.sum(tl.reshape(tl.sum(gt.to(tl.int32) + (eq.to(tl.int32) << PACK), axis=0), [NT, GW]), axis=1)
+    both = tl.sum(pc)
+    return gt, eq, pc, both & PACK_MASK, both >> PACK
+
+
+@triton.jit
 def _kth32_smallest(vals):
     """The 32nd smallest of the values (counted with multiplicity); exact integer counts."""
     le = vals[None, :] <= vals[:, None]
@@ -362,6 +375,7 @@ def _tile_fast(
     USE_TL_TOPK: tl.constexpr,
     BY_COUNT: tl.constexpr,
     WARP_BOUND: tl.constexpr,
+    RETRY: tl.constexpr,
 ):
     """The tile's candidates and flags (as _tile_part) with per-thread groups and little per-element work.
 
@@ -379,7 +393,8 @@ def _tile_fast(
     generic reductions run element by element). WARP_BOUND takes a lower theta that needs no exchange
     between warps: the smallest over the NT / 32 runs of 32 consecutive columns (one warp's threads) of
     the run's (32 / runs)-th largest column maximum, which 32 distinct columns still reach (more
-    elements pass it: ~50 instead of ~37 for Gaussian logits). More than FCAP takes _tile_part (the
+    elements pass it: ~50 instead of ~37 for Gaussian logits); with RETRY, more than FCAP above it
+    retries with the exact bound. More than FCAP takes _tile_part (the
     layout is a performance matter only: the bounds hold for any partition into columns). Value keys
     by value_key32; a NaN maps above +inf or below -inf (the flags look at both ends); lanes past V
     read as -inf.
@@ -398,16 +413,20 @@ def _tile_fast(
         b = tl.where(inb, load_bits_i32(base, loc, inb, SRC), -8388608)
     sk = value_key32(b)  # (-0 ties +0, clause 3.1)
     gmax = tl.max(tl.reshape(tl.max(sk, axis=0), [NT, GW]), axis=1)
-    top = tl.max(gmax)
-    low = tl.min(tl.min(sk, axis=0))
-    nan = (top > F32_POS_INF) | (low < SK_NEG_INF)
-    flags = (
-        (nan.to(tl.int32) << 2) | ((top == SK_POS_INF).to(tl.int32) << 1) | (top > SK_NEG_INF).to(tl.int32)
+    gmin = tl.min(tl.reshape(tl.min(sk, axis=0), [NT, GW]), axis=1)
+    # each column's flag word, then their maximum (one reduction): the bits' order is the status
+    # precedence (NaN > +inf > all -inf), so the row's status from the maximum over all words equals
+    # the status from the tile's word as _tile_part forms it (only bits below a set NaN bit differ)
+    nan = (gmax > F32_POS_INF) | (gmin < SK_NEG_INF)
+    words = (
+        (nan.to(tl.int32) << 2) | ((gmax == SK_POS_INF).to(tl.int32) << 1) | (gmax > SK_NEG_INF).to(tl.int32)
     )
+    flags = tl.max(words)
     tl.store(flags_ptr + pid, flags)
     l32 = tl.arange(0, K_C)
     out = cand_ptr + pid * K_C
     if greedy_fast:
+        top = tl.max(gmax)
         first = tl.min(tl.min(tl.where(inb & (sk == top), loc, TILE), axis=0))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))
         tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD))
@@ -420,25 +439,27 @@ def _tile_fast(
             theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
         else:
             theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
-        gt = sk > theta
-        eq = inb & (sk == theta)
-        # per-column counts, packed: low half value > theta, high half value == theta
-        pc = tl.sum(tl.reshape(tl.sum(gt.to(tl.int32) + (eq.to(tl.int32) << PACK), axis=0), [NT, GW]), axis=1)
-        both = tl.sum(pc)
-        n_gt = both & PACK_MASK
-        n_eq = both >> PACK
+        gt, eq, pc, n_gt, n_eq = _column_counts(sk, inb, theta, NT, GW)
+        if WARP_BOUND and RETRY and not BY_COUNT:  # noqa: SIM102 (constexpr condition, then a runtime one)
+            if n_gt > FCAP:
+                # the per-warp bound is weak when the large values sit in a few warps' columns (a
+                # vocabulary's likely tokens sharing an ID range): the exact bound before _tile_part
+                theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
+                gt, eq, pc, n_gt, n_eq = _column_counts(sk, inb, theta, NT, GW)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             sel = gt
             cnt = pc & PACK_MASK
+            n_sel = n_gt
         elif n_gt + n_eq <= FCAP:
             sel = gt | eq
             cnt = (pc & PACK_MASK) + (pc >> PACK)
+            n_sel = n_gt + n_eq
         else:
             # many ties at theta (e.g. a -inf mask): keep the lowest-ID ones, bounded by phi
             tmin = tl.min(tl.reshape(tl.min(tl.where(eq, loc, TILE), axis=0), [NT, GW]), axis=1)
             sel = gt | (eq & (loc <= _kth32_smallest(tmin)))
             cnt = tl.sum(tl.reshape(tl.sum(sel.to(tl.int32), axis=0), [NT, GW]), axis=1)
-        n_sel = tl.sum(cnt)
+            n_sel = tl.sum(cnt)
         if n_sel <= FCAP:
             s_idx = scratch_ptr + pid * FCAP
             # bit GW r + j of a group's mask: distinct powers of two, so the sums are ORs
@@ -513,6 +534,8 @@ def merge_kernel(
     MPOOL_T: tl.constexpr = 0,
     MPOOL_K: tl.constexpr = 0,
     BY_COUNT: tl.constexpr = False,
+    MPOOL_PAIRS: tl.constexpr = False,
+    TILE: tl.constexpr = 0,
 ):
     """One program per row (the two-launch form): C, status, greedy or sampled path (clauses 2-9)."""
     row = tl.program_id(0).to(tl.int64)
@@ -524,7 +547,7 @@ def merge_kernel(
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, best_ptr,
         row, V, n_tiles, tau_bits, tab_n, greedy_fast,
         POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, SPLIT,
-        MPOOL_T, MPOOL_K, BY_COUNT,
+        MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE,
     )  # fmt: skip
 
 
@@ -566,6 +589,8 @@ def _merge_row(
     MPOOL_T: tl.constexpr,
     MPOOL_K: tl.constexpr,
     BY_COUNT: tl.constexpr,
+    MPOOL_PAIRS: tl.constexpr,
+    TILE: tl.constexpr,
 ):
     """C of one row from its tiles' candidates (clause 3.2), then the finish (clauses 2.1, 3.3-9), or
     with SPLIT C and the flag word stored for finish_kernel.
@@ -577,7 +602,10 @@ def _merge_row(
     n_cand = n_tiles * K_C
     cbase = cand_ptr + row * n_cand
     if MPOOL_T > 0:
-        pool_keys = _pool_keys(cbase, n_tiles, MPOOL_T, MPOOL_K)
+        if MPOOL_PAIRS:
+            pool_q = _pool_pair_max(cbase, n_tiles, MPOOL_T, MPOOL_K)
+        else:
+            pool_keys = _pool_keys(cbase, n_tiles, MPOOL_T, MPOOL_K)
     # ---- clause 2.1: the maximum flag word over the tiles (integer reduction, order-free)
     # (while loops, not range(): the interpreter cannot take a runtime range bound under numpy >= 2.3)
     fo = tl.arange(0, FCHUNK).to(tl.int64)
@@ -604,9 +632,12 @@ def _merge_row(
             tstart += FCHUNK
         best = tl.where(l32 == 0, tl.max(am), KEY_PAD)
     elif MPOOL_T > 0:
-        best, more = _merge_pool(pool_keys, MPOOL_T, MPOOL_K, BY_COUNT)
-        if more != 0:
-            best = _pool_refine(cbase, pool_keys, best, MPOOL_T, MPOOL_K, BY_COUNT)
+        if MPOOL_PAIRS:
+            best = _merge_pool_pairs(cbase, pool_q, n_tiles, TILE, MPOOL_T, MPOOL_K, BY_COUNT)
+        else:
+            best, hot = _merge_pool(pool_keys, MPOOL_T, MPOOL_K, BY_COUNT)
+            if tl.max(hot) != 0:
+                best = _pool_refine(cbase, hot, best, MPOOL_T, MPOOL_K, BY_COUNT)
     elif THRESHOLD:
         best = _merge_threshold(
             cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles, POOL, MCAP, CHUNK, USE_TL_TOPK
@@ -852,32 +883,111 @@ def _top32(flat, BY_COUNT: tl.constexpr):
 
 
 @triton.jit
-def _hot_keys(pk, c32, MPOOL_K: tl.constexpr):
-    """Where a tile's MPOOL_K-th pooled key is real and >= c32, the pool's 32nd key: the tiles whose
-    later keys may belong to C (only that key of a tile can be >= c32 without being in the pool's top
-    32). [MPOOL_T, MPOOL_K], true at most in the last column."""
-    last = tl.arange(0, MPOOL_K)[None, :] == MPOOL_K - 1
-    return last & (pk != KEY_PAD) & (pk >= c32)
+def _hot(kth, c32):
+    """1 for the tiles whose MPOOL_K-th pooled key ``kth`` is real and >= c32, the pool's 32nd key:
+    the tiles whose later keys may belong to C (only that key of a tile can be >= c32 without being
+    in the pool's top 32)."""
+    return ((kth != KEY_PAD) & (kth >= c32)).to(tl.int32)
 
 
 @triton.jit
 def _merge_pool(pk, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.constexpr):
-    """The top 32 of the pool ``pk`` (_pool_keys), and whether it may miss one: the row's C equals it
-    unless some tile's MPOOL_K-th key is real and not below the pool's 32nd key (every key a tile
-    lists later is smaller than its MPOOL_K-th), in which case the caller takes _pool_refine."""
+    """The top 32 of the pool ``pk`` (_pool_keys) and, per tile, whether C may hold more of its keys:
+    the row's C equals the pool's top 32 unless some tile is hot (_hot; every key a tile lists later
+    is smaller than its MPOOL_K-th), in which case the caller takes _pool_refine."""
     best = _top32(tl.reshape(pk, [MPOOL_T * MPOOL_K]), BY_COUNT)
-    if MPOOL_K < K_C:
-        c32 = tl.min(best)
-        more = tl.max(tl.where(_hot_keys(pk, c32, MPOOL_K), 1, 0))
+    if MPOOL_K < K_C:  # noqa: SIM108 (constexpr branch)
+        hot = _hot(tl.min(pk, axis=1), tl.min(best))  # a tile's listed keys descend: min = MPOOL_K-th
     else:
-        more = tl.min(best) * 0
-    return best, more
+        hot = tl.arange(0, MPOOL_T) * 0
+    return best, hot
 
 
 @triton.jit
-def _pool_refine(cbase, pk, best, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.constexpr):
+def _pool_pair_max(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
+    """The pool (_pool_keys) halved by pairing tile t with tile t + H, H = MPOOL_T / 2: lane
+    t * MPOOL_K + j holds the larger of tile t's j-th key and tile t + H's (MPOOL_K - 1 - j)-th. A
+    descending and an ascending run meet lane by lane, so each pair keeps exactly its MPOOL_K largest
+    pooled keys (the bitonic half-cleaner)."""
+    H: tl.constexpr = MPOOL_T // 2
+    f = tl.arange(0, H * MPOOL_K)
+    t = f // MPOOL_K
+    j = f - t * MPOOL_K
+    a = tl.load(cbase + t * K_C + j, mask=t < n_tiles, other=KEY_PAD, cache_modifier=".cg")
+    b = tl.load(
+        cbase + (t + H) * K_C + (MPOOL_K - 1 - j), mask=t + H < n_tiles, other=KEY_PAD, cache_modifier=".cg"
+    )
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _key_tile(keys, TILE: tl.constexpr):
+    """The tile of each real key's token ID (-1 for KEY_PAD)."""
+    ids = 0xFFFFFFFF - (keys & 0xFFFFFFFF)
+    return tl.where(keys != KEY_PAD, ids // TILE, -1)
+
+
+@triton.jit
+def _full_groups(group, MPOOL_K: tl.constexpr):
+    """1 for the lanes whose group (>= 0) holds MPOOL_K lanes of the vector."""
+    same = (group[None, :] == group[:, None]) & (group[None, :] >= 0)
+    return (tl.sum(same.to(tl.int32), axis=1) == MPOOL_K).to(tl.int32)
+
+
+@triton.jit
+def _merge_pool_pairs(
+    cbase,
+    q,
+    n_tiles,
+    TILE: tl.constexpr,
+    MPOOL_T: tl.constexpr,
+    MPOOL_K: tl.constexpr,
+    BY_COUNT: tl.constexpr,
+):
+    """C from the halved pool ``q`` (_pool_pair_max), the merge's first try when the pool pairs tiles.
+
+    best = the top 32 of q, c = its 32nd key; a pair is hot when its MPOOL_K kept keys are all in best
+    (all >= c). Without a hot pair, C = best. Proof, for a key x of C in tile t of pair p, at position
+    j of the tile's list: (i) j < MPOOL_K: x is pooled and in the pool's top 32 (fewer than 32 row
+    keys lie above it). Were x dropped by its pair, the pair's MPOOL_K kept keys would all lie above
+    x; were the smallest of them, y, below c, q would hold 32 keys >= c > y > x and x would not be in
+    the pool's top 32; so all kept keys are >= c, in best, and p is hot. Else x is kept, and in best
+    (its rank in q is at most its rank in the pool). (ii) j >= MPOOL_K: the tile's MPOOL_K pooled
+    keys lie above x, so they are in C and by (i) in best: p is hot. Hence when p is not hot, C's
+    keys from p's tiles are in best. With hot pairs (at most 32 / MPOOL_K: their kept keys are in
+    best), C is the top 32 of best without the hot pairs' keys and the hot pairs' tiles' whole lists
+    (one reload; no key occurs twice). Gaussian logits almost never have a hot pair (two tiles
+    holding 8 of the row's 32 largest); rows whose likely tokens share an ID range do."""
+    H: tl.constexpr = MPOOL_T // 2
+    HOT: tl.constexpr = K_C // MPOOL_K
+    best = _top32(q, BY_COUNT)
+    if MPOOL_K < K_C:
+        tile = _key_tile(best, TILE)
+        pair = tl.where(tile >= 0, tile % H, -1)
+        full = _full_groups(pair, MPOOL_K)
+        if tl.max(full) != 0:
+            p = tl.arange(0, H)
+            hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
+            order = tl.cumsum(hp, 0) - 1
+            h = tl.arange(0, HOT)
+            pick = (hp[:, None] != 0) & (order[:, None] == h[None, :])
+            hot_pair = tl.sum(tl.where(pick, p[:, None], 0), axis=0)  # one term per lane
+            side = tl.arange(0, 2)[None, :, None]
+            t3 = hot_pair[:, None, None] + side * H  # [HOT, 2, 1]: both tiles of each hot pair
+            live = (h < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
+            j3 = tl.arange(0, K_C)[None, None, :]
+            lists = tl.load(cbase + t3 * K_C + j3, mask=live, other=KEY_PAD, cache_modifier=".cg")
+            lists_top = _top32(tl.reshape(lists, [HOT * 2 * K_C]), BY_COUNT)
+            rest = tl.where(full != 0, KEY_PAD, best)
+            best = _top32(tl.reshape(tl.join(rest, lists_top), [2 * K_C]), BY_COUNT)
+    return best
+
+
+@triton.jit
+def _pool_refine(cbase, hot, best, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.constexpr):
     """C when the pool's check failed: the top 32 of the pool's top 32 (``best``) and the remaining
-    keys of every "hot" tile, one whose MPOOL_K-th key is real and >= c32, the pool's 32nd key.
+    keys of every hot tile (``hot``, [MPOOL_T] 0/1; _hot: one whose MPOOL_K-th key is real and >= c32,
+    the pool's 32nd key).
 
     Exact: the row's 32nd key is >= c32 (the pool's top 32 are 32 keys of the row), so a key x of C
     at position j of its tile's sorted list is either pooled (j < MPOOL_K; x >= c32 puts it in the
@@ -886,13 +996,12 @@ def _pool_refine(cbase, pk, best, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, 
     tiles are hot (likewise when the pool holds fewer than 32 real keys). Typical of vocabularies whose
     likely tokens share an ID range (frequent tokens have low IDs in BPE vocabularies)."""
     HOT: tl.constexpr = K_C // MPOOL_K
-    hot = tl.max(tl.where(_hot_keys(pk, tl.min(best), MPOOL_K), 1, 0), axis=1) != 0
-    order = tl.cumsum(hot.to(tl.int32), 0) - 1
+    order = tl.cumsum(hot, 0) - 1
     h = tl.arange(0, HOT)
-    pick = hot[:, None] & (order[:, None] == h[None, :])
+    pick = (hot[:, None] != 0) & (order[:, None] == h[None, :])
     hot_tile = tl.sum(tl.where(pick, tl.arange(0, MPOOL_T)[:, None], 0), axis=0)  # one term per lane
     j = tl.arange(0, K_C)[None, :]
-    live = (h[:, None] < tl.sum(hot.to(tl.int32))) & (j >= MPOOL_K)
+    live = (h[:, None] < tl.sum(hot)) & (j >= MPOOL_K)
     tails = tl.load(cbase + hot_tile[:, None] * K_C + j, mask=live, other=KEY_PAD, cache_modifier=".cg")
     tail_top = _top32(tl.reshape(tails, [HOT * K_C]), BY_COUNT)
     return _top32(tl.reshape(tl.join(best, tail_top), [2 * K_C]), BY_COUNT)

@@ -49,13 +49,14 @@ def test_batch_defaults(batch: int) -> None:
     assert kp.Plan.for_shape(batch, 163_840, fused=False, maxnreg=None).maxnreg is None
     assert plan.early_draw == (kp.FUSED_EARLY_DRAW if plan.fused else kp.EARLY_DRAW)
     assert plan.warp_bound == kp.WARP_BOUND
+    assert plan.num_warps == (kp.WIDE_WARPS if batch <= kp.WIDE_MAX_BATCH else kp.NUM_WARPS)
 
 
 def test_fast_tile_needs_a_full_row_of_groups() -> None:
     assert kp.Plan.for_shape(1, 5000).fast_tile
     assert not kp.Plan.for_shape(1, 5000, tile=512).fast_tile  # (bf16 groups need 1024 per row)
     # more than 32 elements per thread would not fit a thread's 32-bit selection mask
-    assert not kp.Plan.for_shape(1, 50000, tile=8192).fast_tile
+    assert not kp.Plan.for_shape(1, 50000, tile=8192, num_warps=4).fast_tile
     assert kp.Plan.for_shape(1, 50000, tile=8192, num_warps=8).fast_tile
     assert not kp.Plan.for_shape(1, 5000, threshold=False).fast_tile
     assert kp.Plan.for_shape(1, 5000).scratch_width == max(kp.CAP, kp.FCAP)
@@ -79,3 +80,24 @@ def test_narrow_workspace_is_rejected() -> None:
     plan = kp.Plan.for_shape(2, 5000, fast_tile=False)
     out = kp.propose(logits, torch.ones(2, device=device), i64, i64, i64, workspace=ws, plan=plan)
     assert out[0].tolist() == [0, 0]
+
+
+@pytest.mark.parametrize(("vocab", "paired"), [(1, False), (4097, True), (163_840, True), (1_000_000, False)])
+def test_pool_pairs_need_two_pooled_tiles(vocab: int, paired: bool) -> None:
+    """_merge_pool_pairs pairs tile t with t + MPOOL_T / 2: only with a pool of at least two tiles."""
+    assert kp.Plan.for_shape(1, vocab).pool_pairs is paired
+    assert not kp.Plan.for_shape(1, vocab, pair_pool=False).pool_pairs
+
+
+def test_probe_timeline_anchors_exist() -> None:
+    """benchmarks/probe_timeline.py inserts its clock reads after fixed source lines of the kernels;
+    every anchor must still occur exactly once (it asserts so while building the probed copy)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "probe_timeline.py"
+    spec = importlib.util.spec_from_file_location("probe_timeline", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert "_probe(" in module.probed_source()

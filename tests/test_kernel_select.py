@@ -70,6 +70,16 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
         row[: min(vocab, 20)] += F32(100)
         row[max(0, vocab - 20) :] += F32(100)
         return row
+    if kind == "pair_hot":  # 5 large values in each of blocks 0 and 8 of 1024, 4 medium in blocks 1-7
+        row = rng.standard_normal(vocab).astype(F32)
+        for block, n, lift in [(0, 5, 100), (8, 5, 100)] + [(b, 4, 50) for b in range(1, 8)]:
+            row[block * 1024 : min(vocab, block * 1024 + n)] += F32(lift)
+        return row
+    if kind == "warp_heavy":  # large values in warp 0's columns of a 4-warp column-group tile (and in
+        # warps 0 and 4 of an 8-warp one): the per-warp bound admits > 1000, the exact bound <= 128
+        row = rng.standard_normal(vocab).astype(F32)
+        row[(idx % 4096) % 512 < 128] += F32(100)
+        return row
     if kind == "column_block":  # 256 large values in 8 thread groups: the column-group tile overflows
         row = rng.standard_normal(vocab).astype(F32)
         row[(idx % 512) < 32] += F32(100)
@@ -90,8 +100,8 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
 
 
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
-         "top_heavy", "tail_heavy", "two_heavy", "column_block", "tie_pairs", "neg_nan",
-         "pos_inf_tail")  # fmt: skip
+         "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "warp_heavy", "column_block", "tie_pairs",
+         "neg_nan", "pos_inf_tail")  # fmt: skip
 
 
 def _call(vocab: int, seed: int, dtype: str = "float32") -> fuzz.Call:
@@ -122,12 +132,19 @@ PLANS: dict[str, dict[str, Any]] = {
     # 9 tiles, 4 pooled keys each: top_heavy's 40 largest lie in tile 0, tail_heavy's in tile 8 (the
     # last, partly past V) and two_heavy's in both, so the pool check fails (_pool_refine)
     "pool_small": {"tile": 1024, "merge_pool": 64},
+    # 9 tiles, 8 pooled keys each, paired (t, t + 8): pair_hot's pair (0, 8) keeps 8 of its 10 large
+    # values and no tile is hot, so only the pairs' check finds the 2 dropped (_merge_pool_pairs);
+    # the same pool unpaired (_merge_pool)
+    "pool_pair": {"tile": 1024, "merge_pool": 128, "by_count": False},
+    "pool_unpaired": {"tile": 1024, "merge_pool": 64, "pair_pool": False},
     "two_launch_capped": {"fused": False, "maxnreg": 64},
     # the GPU's ordering (Triton's bitonic top-k); the interpreter's default plan ranks by counts
     "bitonic": {"by_count": False},
     "bitonic_fused_pool": {"by_count": False, "fused": True, "tile": 1024, "merge_pool": 64},
     # the column-group tile's per-warp bound (GPU ordering), and a compaction too small for column_block
-    "warp_bound": {"by_count": False, "warp_bound": True},
+    "warp_bound": {"by_count": False, "warp_bound": True, "bound_retry": True},
+    # the small batches' 8-warp programs (GPU ordering; WIDE_WARPS)
+    "wide": {"by_count": False, "num_warps": 8, "fused": True},
     "fcap64": {"fcap": 64, "fused": True},
 }
 
@@ -136,10 +153,13 @@ SMALL = {"small_tiles", "tiny_tiles"}  # many programs: slow under the interpret
 LARGE_ONLY = {
     "prev_tile",
     "pool_small",
+    "pool_pair",
+    "pool_unpaired",
     "two_launch_capped",
     "bitonic",
     "bitonic_fused_pool",
     "warp_bound",
+    "wide",
     "fcap64",
 }  # (several tiles)
 CASES = [
