@@ -179,7 +179,8 @@ class Plan:
         pair_pool: bool = PAIR_POOL,
         bound_retry: bool = BOUND_RETRY,
     ) -> Plan:
-        """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile)."""
+        """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile,
+        default_warps)."""
         if tile is None:
             tile = default_tile(batch)
         if fused is None:
@@ -233,9 +234,16 @@ def default_tile(batch: int) -> int:
     return TILE
 
 
-def default_warps(batch: int) -> int:
-    """Warps per program of the default plan: more at the smallest batches, where a position is one
-    latency chain per program and halving each thread's share of the tile shortens it."""
+def default_warps(batch: int, interpreter: bool | None = None) -> int:
+    """Warps per program of the default plan: on the GPU more at the smallest batches, where a position
+    is one latency chain per program and halving each thread's share of the tile shortens it. Under
+    Triton's interpreter (``interpreter`` None: the current backend) always NUM_WARPS: the bits are
+    the same, and the interpreter's exact count matrices grow with the square of the column groups
+    (the plans of tests/test_kernel_select.py run the 8-warp programs explicitly)."""
+    if interpreter is None:
+        interpreter = interpreting()
+    if interpreter:
+        return NUM_WARPS
     return WIDE_WARPS if batch <= WIDE_MAX_BATCH else NUM_WARPS
 
 

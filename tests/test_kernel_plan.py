@@ -49,7 +49,10 @@ def test_batch_defaults(batch: int) -> None:
     assert kp.Plan.for_shape(batch, 163_840, fused=False, maxnreg=None).maxnreg is None
     assert plan.early_draw == (kp.FUSED_EARLY_DRAW if plan.fused else kp.EARLY_DRAW)
     assert plan.warp_bound == kp.WARP_BOUND
-    assert plan.num_warps == (kp.WIDE_WARPS if batch <= kp.WIDE_MAX_BATCH else kp.NUM_WARPS)
+    assert plan.num_warps == kp.default_warps(batch)
+    gpu = kp.WIDE_WARPS if batch <= kp.WIDE_MAX_BATCH else kp.NUM_WARPS
+    assert kp.default_warps(batch, interpreter=False) == gpu
+    assert kp.default_warps(batch, interpreter=True) == kp.NUM_WARPS
 
 
 def test_fast_tile_needs_a_full_row_of_groups() -> None:
