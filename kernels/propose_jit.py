@@ -883,6 +883,14 @@ def _top32(flat, BY_COUNT: tl.constexpr):
 
 
 @triton.jit
+def _set_lanes(flags, HOT: tl.constexpr):
+    """The first HOT lanes where ``flags`` (0/1) is set, ascending (0 past the number set)."""
+    order = tl.cumsum(flags, 0) - 1
+    pick = (flags[:, None] != 0) & (order[:, None] == tl.arange(0, HOT)[None, :])
+    return tl.sum(tl.where(pick, tl.arange(0, flags.shape[0])[:, None], 0), axis=0)  # one term per lane
+
+
+@triton.jit
 def _hot(kth, c32):
     """1 for the tiles whose MPOOL_K-th pooled key ``kth`` is real and >= c32, the pool's 32nd key:
     the tiles whose later keys may belong to C (only that key of a tile can be >= c32 without being
@@ -968,13 +976,10 @@ def _merge_pool_pairs(
         if tl.max(full) != 0:
             p = tl.arange(0, H)
             hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
-            order = tl.cumsum(hp, 0) - 1
-            h = tl.arange(0, HOT)
-            pick = (hp[:, None] != 0) & (order[:, None] == h[None, :])
-            hot_pair = tl.sum(tl.where(pick, p[:, None], 0), axis=0)  # one term per lane
+            hot_pair = _set_lanes(hp, HOT)
             side = tl.arange(0, 2)[None, :, None]
             t3 = hot_pair[:, None, None] + side * H  # [HOT, 2, 1]: both tiles of each hot pair
-            live = (h < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
+            live = (tl.arange(0, HOT) < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
             j3 = tl.arange(0, K_C)[None, None, :]
             lists = tl.load(cbase + t3 * K_C + j3, mask=live, other=KEY_PAD, cache_modifier=".cg")
             lists_top = _top32(tl.reshape(lists, [HOT * 2 * K_C]), BY_COUNT)
@@ -996,12 +1001,9 @@ def _pool_refine(cbase, hot, best, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr,
     tiles are hot (likewise when the pool holds fewer than 32 real keys). Typical of vocabularies whose
     likely tokens share an ID range (frequent tokens have low IDs in BPE vocabularies)."""
     HOT: tl.constexpr = K_C // MPOOL_K
-    order = tl.cumsum(hot, 0) - 1
-    h = tl.arange(0, HOT)
-    pick = (hot[:, None] != 0) & (order[:, None] == h[None, :])
-    hot_tile = tl.sum(tl.where(pick, tl.arange(0, MPOOL_T)[:, None], 0), axis=0)  # one term per lane
+    hot_tile = _set_lanes(hot, HOT)
     j = tl.arange(0, K_C)[None, :]
-    live = (h[:, None] < tl.sum(hot)) & (j >= MPOOL_K)
+    live = (tl.arange(0, HOT)[:, None] < tl.sum(hot)) & (j >= MPOOL_K)
     tails = tl.load(cbase + hot_tile[:, None] * K_C + j, mask=live, other=KEY_PAD, cache_modifier=".cg")
     tail_top = _top32(tl.reshape(tails, [HOT * K_C]), BY_COUNT)
     return _top32(tl.reshape(tl.join(best, tail_top), [2 * K_C]), BY_COUNT)
