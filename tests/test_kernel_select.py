@@ -8,6 +8,7 @@ by constructed rows and launch plans. Every plan must give the same bits as the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -162,11 +163,20 @@ LARGE_ONLY = {
     "wide",
     "fcap64",
 }  # (several tiles)
+DEEP = os.environ.get("DYADIC24_DEEP", "") not in ("", "0")
+# Triton's bitonic top-k is slow under the interpreter: the GPU-ordering plans run V = 9000 by
+# default (a partial last tile, every row kind) and V = 4097 as well in the deep profile
+BITONIC_DEEP_ONLY = {("bitonic", 4097), ("bitonic_fused_pool", 4097), ("pool_pair", 4097), ("wide", 4097),
+                     ("warp_bound", 4097)}  # fmt: skip
 CASES = [
-    (p, v)
+    pytest.param(
+        p, v,
+        marks=[pytest.mark.deep, pytest.mark.skipif(not DEEP, reason="deep profile (DYADIC24_DEEP=1)")]
+        if (p, v) in BITONIC_DEEP_ONLY else [],
+    )
     for p in PLANS
     for v in ((1, 33, 1100) if p in SMALL else (4097, 9000) if p in LARGE_ONLY else (1, 7, 33, 4097, 9000))
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), CASES)
