@@ -52,7 +52,11 @@ _T = f"trace_ptr + pid * {ROW}"  # a tile program's row of the probe buffer, in 
 _P = f"probe_ptr + pid * {ROW}"  # the same, inside _tile_fast
 _M = f"trace_ptr + ({MERGE_BASE} + row) * {ROW}"  # the merging program's row
 _PID = "    pid = tl.program_id(0).to(tl.int64)\n    row = pid // n_tiles\n    tile = pid - row * n_tiles\n"
-_ARRIVE = '        arrived = tl.atomic_add(counter_ptr + row, 1, sem="acq_rel", scope="gpu")\n'
+_ARRIVE = (
+    '            arrived = tl.atomic_add(counter_ptr + row, 1, sem="relaxed", scope="gpu")\n'  # (tagged)
+)
+_VALIDATED = "            MPOOL_T, MPOOL_K, FCHUNK, STALE_FIRST,\n        )  # fmt: skip\n"
+RELOADS = 17  # slot of the merge's reload count (+ 1), not a clock
 # (name, anchor line(s) in propose_jit.py, statement inserted after it; "@" = the anchor's indentation)
 POINTS: list[tuple[str, str, str]] = [
     ("tile start", _PID, f"@_probe({_T}, 0, pid)\n"),
@@ -67,14 +71,19 @@ POINTS: list[tuple[str, str, str]] = [
     ("tile reloaded", "            sk2 = value_key32(b2)\n", f"@_probe({_P}, 4, tl.max(sk2))\n"),
     (
         "tile sorted",
-        "                tl.store(out + l32, tl.topk(key, K_C))\n",
+        "                tl.store(out + l32, tl.topk(key, K_C) ^ ktag)\n",
         f"@_probe({_P}, 5, tl.max(tl.topk(key, K_C)))\n",
     ),
     ("tile arrived", _ARRIVE, f"@_probe({_T}, 6, arrived)\n"),
-    ("merge flags", "    fmax = tl.max(acc)\n", f"@_probe({_M}, 7, fmax)\n"),
+    (
+        "merge flags (validated)",
+        _VALIDATED,
+        f"@_probe({_M}, 7, fmax)\n@tl.store({_M} + 2 * {RELOADS}, _reloads.to(tl.int64) + 1)\n",
+    ),
     (
         "merge pool top-32 + pair check",
-        "            best = _merge_pool_pairs(cbase, pool_q, n_tiles, TILE, MPOOL_T, MPOOL_K, BY_COUNT)\n",
+        "                cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, "
+        "STALE_FIRST,\n                MPOOL_PAIRS,\n            )  # fmt: skip\n",
         f"@_probe({_M}, 8, tl.max(best))\n",
     ),
     (
@@ -102,10 +111,9 @@ POINTS: list[tuple[str, str, str]] = [
         f"@_probe({_M}, 16, tl.load(tickets_ptr + row * 32 + 31))\n",
     ),
 ]
-_PARAMS = "    pid,\n    row,\n    tile,\n    V,\n    greedy_fast,\n"
+_PARAMS = "    pid,\n    row,\n    tile,\n    V,\n    greedy_fast,\n    ktag,\n    ftag,\n"
 _CALL = (
-    "            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,\n"
-    "            TILE, NT,"
+    "            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,\n"
 )
 
 
@@ -115,7 +123,7 @@ def probed_source() -> str:
     fast_params = _PARAMS + "    TILE: tl.constexpr,\n    NT:"
     assert src.count(fast_params) == 1 and _CALL in src, "the _tile_fast signature or call changed"
     src = src.replace(fast_params, fast_params.replace("greedy_fast,\n", "greedy_fast,\n    probe_ptr,\n"))
-    src = src.replace(_CALL, _CALL.replace("greedy_fast,\n", "greedy_fast, trace_ptr,\n"), 1)
+    src = src.replace(_CALL, _CALL.replace("greedy_fast, ktag", "greedy_fast, trace_ptr, ktag"), 1)
     for name, anchor, stmt in POINTS:
         assert src.count(anchor) == 1, f"probe point {name!r}: anchor not unique in propose_jit.py"
         last = anchor.splitlines()[-1]
@@ -151,6 +159,7 @@ def run(batch: int, vocab: int, calls: int) -> dict[str, Any]:
     tau_bits = int(np.float32(kp.TAU_DEFAULT).view(np.uint32))
     n_prog = batch * plan.n_tiles
     samples: list[np.ndarray] = []
+    reloads: list[int] = []  # per merge: how often the tagged merge reloaded its pool
     for c in range(calls + 3):
         big.zero_()
         probe.zero_()
@@ -182,6 +191,8 @@ def run(batch: int, vocab: int, calls: int) -> dict[str, Any]:
                     cyc[name].append(float(np.median(mk[ok] - k[MERGE_BASE : MERGE_BASE + batch, 7][ok])))
         last_arrival = tiles_t[:, 6].max() - start
         glob.setdefault("last tile arrived", []).append(float(last_arrival))
+        counts = t[MERGE_BASE : MERGE_BASE + batch, RELOADS]
+        reloads.extend(int(c) - 1 for c in counts if c > 0)
     return {
         "B": batch,
         "V": vocab,
@@ -189,6 +200,9 @@ def run(batch: int, vocab: int, calls: int) -> dict[str, Any]:
         "plan": {"fused": plan.fused, "tile": plan.tile, "n_tiles": plan.n_tiles},
         "ns_since_first_tile_start": {n: float(np.median(v)) for n, v in glob.items() if v},
         "cycles_since_program_start": {n: float(np.median(v)) for n, v in cyc.items() if v},
+        "merges": len(reloads),
+        "merges_with_reload": sum(1 for r in reloads if r > 0),
+        "reloads_max": max(reloads, default=0),
     }
 
 
@@ -213,6 +227,11 @@ def main() -> int:
         for name, ns in r["ns_since_first_tile_start"].items():
             cycles = r["cycles_since_program_start"].get(name, 0)
             lines.append(f"| {r['B']} | {name} | {ns:.0f} | {cycles:.0f} |")
+    for r in runs:
+        lines.append(
+            f"\nB = {r['B']}: {r['merges_with_reload']} of {r['merges']} merges reloaded their pool "
+            f"(at most {r['reloads_max']} times)"
+        )
     (args.out / "probe_timeline.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

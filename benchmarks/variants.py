@@ -87,7 +87,17 @@ PLANS: dict[str, dict[str, Any]] = {
     "F-t2048-w8": {"fused": True, "tile": 2048, "num_warps": 8},
     # the two-launch tile kernel without the exact-bound retry (to separate its cost at B = 64 / 256)
     "2L-noretry": {**_2L, "maxnreg": 0, "bound_retry": False},
+    "2L-retry": {**_2L, "maxnreg": 0, "bound_retry": True},
     "2L-nopool": {**_2L, "maxnreg": 0, "merge_pool": 0},
+    # session 5: the fused form's arrival with a release and an acquire (before the tagged arrival)
+    "F-untagged": {"fused": True, "tagged": False},
+    # 8-warp fused programs capped at 128 registers (171 uncapped): two fit an SM, so B = 4's 160 do
+    "F-w8-r128": {"fused": True, "num_warps": 8, "maxnreg": 128},
+    # the merge pool paired only (before the quads)
+    "F-pairs": {"fused": True, "pool_quads": False},
+    "2L-pairs": {**_2L, "maxnreg": 0, "pool_quads": False},
+    "F-quads": {"fused": True, "pool_quads": True},
+    "2L-quads": {**_2L, "maxnreg": 0, "pool_quads": True},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip
@@ -98,7 +108,7 @@ CALL2 = (
 GREEDY_PLANS = (
     "extract-2L-t4096-w4", "thr-2L-t4096-w4", "thr-F-t4096-w4", "thr-F-t4096-w4-nogf", "thr-F-t2048-w4",
     "thr-3L-t4096-w4-f1", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4", *CALL3, "fast-r96", "fast-r64",
-    "default", "F-warp", "2L-warp",
+    "default", "F-warp", "2L-warp", "F-untagged",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
                "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip

@@ -100,8 +100,8 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     # the merge's pool as the default plan makes it for the benchmark's vocabulary (40 tiles)
     bench_plan = kp.Plan.for_shape(1, 163_840)
     pool_t, pool_k = bench_plan.pool_shape
-    pool = {"MPOOL_T": pool_t, "MPOOL_K": pool_k, "MPOOL_PAIRS": bench_plan.pool_pairs}
-    no_pool = {"MPOOL_T": 0, "MPOOL_K": 0, "MPOOL_PAIRS": False}
+    pool = {"MPOOL_T": pool_t, "MPOOL_K": pool_k, "MPOOL_PAIRS": bench_plan.pool_folds}
+    no_pool = {"MPOOL_T": 0, "MPOOL_K": 0, "MPOOL_PAIRS": 0}
     sizes = {"POOL": kp.POOL, "MCAP": kp.MCAP, "CHUNK": kp.CHUNK, "FCHUNK": kp.FLAG_CHUNK, "TAB_ITERS": 6}
     # (threshold, tl.topk) methods: the default, and the extraction paths
     methods = ((True, False), (False, False), (False, True)) if everything else ((True, False),)
@@ -121,7 +121,9 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "GREEDY_FAST": kp.GREEDY_FAST,
                         "EARLY_DRAW": kp.FUSED_EARLY_DRAW if fused else kp.EARLY_DRAW,
                         "FAST": kp.FAST_TILE and threshold, "NT": 32 * kp.NUM_WARPS, "FCAP": kp.FCAP,
-                        "BY_COUNT": False, "WARP_BOUND": kp.WARP_BOUND, **pool, "RETRY": kp.BOUND_RETRY,
+                        "BY_COUNT": False, "WARP_BOUND": kp.WARP_BOUND, **pool,
+                        "RETRY": kp.BOUND_RETRY and fused,
+                        "TAGGED": fused and threshold and kp.TAGGED_ARRIVAL, "STALE_FIRST": 0,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"

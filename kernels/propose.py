@@ -44,10 +44,16 @@ MERGE_WARPS = 4
 FAST_TILE = True  # per-thread groups, bitonic top-k bound, compaction scan over thread totals
 FCAP = 128  # compaction slots of the fast tile path (more: the GROUPS / CAP path)
 MERGE_POOL = 512  # keys the merge's first try reads (the first POOL_K of every tile)
-BOUND_RETRY = True  # the column-group tile's exact-bound retry (clustered rows with 8 warps: H200,
-# B = 1 78.1 -> 67.1 us; it is also compiled into the register-capped two-launch tile kernel, where
-# B = 256 measured 560.5 against 527.6 before it: benchmarks/NOTES.md item 34, not yet separated)
+BOUND_RETRY = True  # the fused form's column-group tile retries with the exact bound (clustered rows
+# with 8 warps: H200, B = 1 78.1 -> 67.1 us); not the register-capped two-launch tile kernel, where it
+# cost B = 256 561.6 against 527.3 us and B = 64 199.7 against 190.6 (benchmarks/NOTES.md item 36)
 PAIR_POOL = True  # the merge halves its pool by pairing tiles first (_merge_pool_pairs)
+POOL_QUADS = False  # the merge halves the paired pool once more (quads of tiles, _fold_quads):
+# H200, B = 4 56.7 against 58.4 us, but B = 1 51.8 against 51.2, B = 2 54.0 against 52.8 and
+# clustered rows B = 1 70.5 against 66.7, B = 4 77.1 against 72.7 (benchmarks/NOTES.md item 38)
+TAGGED_ARRIVAL = True  # the fused form's tagged arrival (tile_kernel: no release / acquire on the
+# last program's path, the merge's loads before the arrival)
+TAG_MAX_VOCAB = 1 << 24  # tagged keys need IDs below 2^24 (the tag shares the ID word)
 MERGE_POOL_MIN_K = 4  # below this many keys per tile the merge starts with the full threshold path
 FUSED_MAX_BATCH = 4  # default_fused: one launch per position up to this batch size (H200, session
 # 3: 60.1 vs 71.7 us at B = 1 and 64.9 vs 75.2 at B = 4 for two launches; at B = 8 two launches with
@@ -96,9 +102,15 @@ class Plan:
     default_fused(batch) unless given. ``warp_bound``: the column-group tile takes its bound from each
     warp's columns alone (a lower bound, no cross-warp top-k; ignored when ``by_count``).
     ``pair_pool``: the merge first keeps the larger half of each pair of tiles' pooled keys and takes
-    the top 32 of that half (``pool_pairs``; exactness check in _merge_pool_pairs). ``bound_retry``:
+    the top 32 of that half (``pool_pairs``; exactness check in _merge_pool_pairs), and with
+    ``pool_quads`` halves that once more (``pool_folds``). ``bound_retry``:
     when more than ``fcap`` elements pass the per-warp bound (large values in a few warps' columns),
-    the column-group tile retries with the exact bound before its fallback.
+    the column-group tile retries with the exact bound before its fallback (``for_shape``'s default:
+    BOUND_RETRY in the fused form only). ``tagged``: the fused
+    form checks tags on the words it merges instead of ordering the programs' stores before their
+    arrivals (``tags``: only with a paired pool, at most FLAG_CHUNK tiles and V <= 2^24;
+    tile_kernel's docstring); ``stale_first`` (tests only; bits 1, 2, 4: the pool's keys, the flags,
+    the hot pairs' lists) makes the merge's first look see stale words of those kinds.
     """
 
     batch: int
@@ -126,6 +138,9 @@ class Plan:
     warp_bound: bool = WARP_BOUND
     pair_pool: bool = PAIR_POOL
     bound_retry: bool = BOUND_RETRY
+    tagged: bool = TAGGED_ARRIVAL
+    stale_first: int = 0
+    pool_quads: bool = POOL_QUADS
 
     @property
     def launches(self) -> int:
@@ -150,6 +165,25 @@ class Plan:
     def pool_pairs(self) -> bool:
         """Whether the merge pairs the pool's tiles (``pair_pool`` and a pool of at least two tiles)."""
         return self.pair_pool and self.pool_shape[0] >= 2
+
+    @property
+    def pool_folds(self) -> int:
+        """How often the merge halves its pool before the top 32: 0 (no pairing), 1 (pairs of tiles)
+        or 2 (quads: ``pool_quads`` and a pool of at least four tiles)."""
+        if not self.pool_pairs:
+            return 0
+        return 2 if self.pool_quads and self.pool_shape[0] >= 4 else 1
+
+    @property
+    def tags(self) -> bool:
+        """Whether the fused form uses the tagged arrival (``tagged`` where it applies)."""
+        return (
+            self.tagged
+            and self.fused
+            and self.pool_pairs
+            and self.n_tiles <= FLAG_CHUNK
+            and self.vocab <= TAG_MAX_VOCAB
+        )
 
     @staticmethod
     def for_shape(
@@ -177,7 +211,10 @@ class Plan:
         by_count: bool | None = None,
         warp_bound: bool = WARP_BOUND,
         pair_pool: bool = PAIR_POOL,
-        bound_retry: bool = BOUND_RETRY,
+        bound_retry: bool | None = None,
+        tagged: bool = TAGGED_ARRIVAL,
+        stale_first: int = 0,
+        pool_quads: bool = POOL_QUADS,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile,
         default_warps)."""
@@ -187,6 +224,8 @@ class Plan:
             fused = default_fused(batch)
         if early_draw is None:
             early_draw = FUSED_EARLY_DRAW if fused else EARLY_DRAW
+        if bound_retry is None:  # the default: only in the fused form
+            bound_retry = BOUND_RETRY and fused
         if maxnreg == 0:  # the default: the cap for the two-launch form's tile kernel
             maxnreg = None if fused else TILE_MAXNREG
         if num_warps is None:
@@ -206,7 +245,7 @@ class Plan:
             fast_tile and threshold and 256 * num_warps <= tile <= 1024 * num_warps, fcap, merge_pool,
             maxnreg,
             interpreting() if by_count is None else by_count, warp_bound, pair_pool,
-            bound_retry,
+            bound_retry, tagged, stale_first, pool_quads,
         )  # fmt: skip
 
 
@@ -214,10 +253,12 @@ class Plan:
 class Workspace:
     """Scratch of one [B, V] shape: per-tile candidates (int64 [B, n_tiles, 32]), flags (int32
     [B, n_tiles]), the tiles' compaction rows (int64 [B * n_tiles, CAP]), the merge's (int64
-    [B, MCAP + 32]), the rows' arrival counters (int32 [B], zero between launches) and C with the
-    flag word for a separate finish launch (int64 [B, 33]).
+    [B, MCAP + 32]), the rows' arrival counters (int32 [B]: epoch << 24 between launches) and C with
+    the flag word for a separate finish launch (int64 [B, 33]).
 
-    One workspace serves one stream at a time (the counters assume launches do not overlap)."""
+    One workspace serves one stream at a time (the counters assume launches do not overlap). The
+    candidates, flags and counters start zero-filled (make_workspace): the tagged arrival
+    (propose_jit.tile_kernel) relies on a zero word never carrying a tag."""
 
     cand: torch.Tensor
     flags: torch.Tensor
@@ -275,8 +316,8 @@ def make_workspace(
         cap = max(CAP, FCAP)  # wide enough for every plan's compaction rows (Plan.scratch_width)
     dev = torch.device(device) if device is not None else kernel_device()
     return Workspace(
-        cand=torch.empty((batch, n_tiles, 32), dtype=torch.int64, device=dev),
-        flags=torch.empty((batch, n_tiles), dtype=torch.int32, device=dev),
+        cand=torch.zeros((batch, n_tiles, 32), dtype=torch.int64, device=dev),
+        flags=torch.zeros((batch, n_tiles), dtype=torch.int32, device=dev),
         scratch=torch.empty((batch * n_tiles, cap), dtype=torch.int64, device=dev),
         mscratch=torch.empty((batch, mcap + 32), dtype=torch.int64, device=dev),
         counter=torch.zeros(batch, dtype=torch.int32, device=dev),
@@ -469,8 +510,8 @@ def launch(
             SRC=src, USE_TL_TOPK=use_tl_topk, THRESHOLD=plan.threshold, FUSED=plan.fused,
             GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw, FAST=plan.fast_tile,
             NT=32 * plan.num_warps, FCAP=plan.fcap, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
-            WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_pairs, RETRY=plan.bound_retry,
-            num_warps=plan.num_warps,
+            WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_folds, RETRY=plan.bound_retry,
+            TAGGED=plan.tags, STALE_FIRST=plan.stale_first, num_warps=plan.num_warps,
             **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:
@@ -481,7 +522,7 @@ def launch(
             TAB_ITERS=tab.iterations, TRACE=trace, SRC=src, USE_TL_TOPK=use_tl_topk,
             THRESHOLD=plan.threshold, GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw,
             SPLIT=plan.split_finish, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
-            MPOOL_PAIRS=plan.pool_pairs, TILE=plan.tile, num_warps=plan.merge_warps,
+            MPOOL_PAIRS=plan.pool_folds, TILE=plan.tile, num_warps=plan.merge_warps,
         )  # fmt: skip
     if plan.split_finish and "finish" in stages:
         propose_jit.finish_kernel[(plan.batch,)](

@@ -83,6 +83,16 @@ K_C = tl.constexpr(32)  # clause 3.2: at most 32 candidates
 PACK = tl.constexpr(16)  # two counts < 2^15 share one int32 reduction (low: strict, high: ties)
 PACK_MASK = tl.constexpr(0xFFFF)
 PACK_LIMIT = tl.constexpr(1 << 15)
+# FUSED arrival counter: (epoch << EPOCH_SHIFT) | programs arrived. The row's last program stores the
+# next epoch (count 0) for the next launch; epochs cycle over EPOCHS values.
+EPOCH_SHIFT = tl.constexpr(24)
+COUNT_MASK = tl.constexpr((1 << 24) - 1)
+EPOCHS = tl.constexpr(127)
+TAG_BASE = tl.constexpr(0x80)  # TAGGED: epoch E tags with T = 0x80 + E, so T is in [0x80, 0xFE]
+KEY_TAG_SHIFT = tl.constexpr(24)  # T is XORed into bits 24-31 of each stored key (its ID word)
+FLAG_TAG_SHIFT = tl.constexpr(23)  # and into bits 23-30 of each flag word
+FLAG_TAG_LIMIT = tl.constexpr(1 << 23)  # an untagged flag word is below this
+KEY_TAG_LOW = tl.constexpr(1 << 24)  # the lowest bit of a key's tag
 
 
 @triton.jit
@@ -197,8 +207,10 @@ def tile_kernel(
     MPOOL_K: tl.constexpr = 0,
     BY_COUNT: tl.constexpr = False,
     WARP_BOUND: tl.constexpr = False,
-    MPOOL_PAIRS: tl.constexpr = False,
+    MPOOL_PAIRS: tl.constexpr = 0,
     RETRY: tl.constexpr = False,
+    TAGGED: tl.constexpr = False,
+    STALE_FIRST: tl.constexpr = 0,
 ):
     """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
     and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
@@ -206,9 +218,23 @@ def tile_kernel(
 
     Cross-program protocol (FUSED): each program writes its candidates and flags, then adds 1 to the
     row's counter (acquire-release, GPU scope, after a CTA barrier so that the whole program's stores
-    precede the release); the program that reads n_tiles - 1 saw every other program's release, reads
-    the candidates through L2 and resets the counter to 0 for the next launch (CUDA-graph replays).
-    The merge depends only on the candidates, never on which program arrives last.
+    precede the release); the program that reads a count of n_tiles - 1 saw every other program's
+    release, reads the candidates through L2 and stores the next epoch with a count of 0 for the next
+    launch (CUDA-graph replays). The merge depends only on the candidates, never on which program
+    arrives last.
+
+    TAGGED (the fused form with a paired pool, V <= 2^24, n_tiles <= FCHUNK) takes the release and the
+    acquire off the last program's path: a release waits for the program's stores to be acknowledged
+    (MEMBAR.GPU) and the merge's loads then wait for the atomic, three L2 round trips in a row. Here
+    every program XORs a tag T of the row's current epoch (read from the counter at the start; only
+    the previous launch's last program changed it) into every key and flag word it stores, loads
+    the merge pool and the flags before its relaxed arrival (both round trips overlap), and the last
+    program accepts what it loaded only if every word carries T (_pool_untag), reloading otherwise
+    until every store of the launch is visible. Validity never rests on memory ordering: aligned
+    64- and 32-bit accesses are single-copy atomic, and a word that carries T was written in this
+    launch (the previous writer of a slot used another tag, no tag, or the workspace's zero fill;
+    _untag_keys). STALE_FIRST (tests only; bits 1, 2, 4: the pool's keys, the flags, the hot pairs'
+    lists) makes the merge's first look see stale words.
     """
     pid = tl.program_id(0).to(tl.int64)
     row = pid // n_tiles
@@ -216,27 +242,57 @@ def tile_kernel(
     greedy_fast = False
     if GREEDY_FAST and not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
+    if FUSED and TAGGED:
+        tag = TAG_BASE + (tl.load(counter_ptr + row, cache_modifier=".cg") >> EPOCH_SHIFT)
+        ktag = tag.to(tl.int64) << KEY_TAG_SHIFT
+        ftag = tag << FLAG_TAG_SHIFT
+        # the draw's inputs, so that no load of the merging program waits after its arrival
+        d_tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+        d_seed = tl.load(seed_ptr + row)
+        d_rnd = tl.load(round_ptr + row)
+        d_pos = tl.load(pos_ptr + row)
+    else:
+        ktag = 0
+        ftag = 0
+        d_tb = 0
+        d_seed = 0
+        d_rnd = 0
+        d_pos = 0
     if FAST:
         _tile_fast(
-            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
             TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND, RETRY,
         )  # fmt: skip
     else:
         _tile_part(
-            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast,
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
             TILE, GROUPS, CAP, SRC, USE_TL_TOPK, THRESHOLD,
         )  # fmt: skip
     if FUSED:
         tl.debug_barrier()
-        arrived = tl.atomic_add(counter_ptr + row, 1, sem="acq_rel", scope="gpu")
-        if arrived == n_tiles - 1:
-            tl.atomic_xchg(counter_ptr + row, 0, sem="relaxed", scope="gpu")
+        if TAGGED:
+            # issued before the arrival so that their round trip overlaps the atomic's
+            sa, sb, sf = _pool_loads(
+                cand_ptr + row * (n_tiles * K_C), flags_ptr + row * n_tiles, n_tiles,
+                MPOOL_T, MPOOL_K, FCHUNK, False,
+            )  # fmt: skip
+            arrived = tl.atomic_add(counter_ptr + row, 1, sem="relaxed", scope="gpu")
+        else:
+            sa = 0
+            sb = 0
+            sf = 0
+            arrived = tl.atomic_add(counter_ptr + row, 1, sem="acq_rel", scope="gpu")
+        if (arrived & COUNT_MASK) == n_tiles - 1:
+            epoch = arrived >> EPOCH_SHIFT
+            nxt = tl.where(epoch >= EPOCHS - 1, 0, epoch + 1) << EPOCH_SHIFT
+            tl.atomic_xchg(counter_ptr + row, nxt, sem="relaxed", scope="gpu")
             _merge_row(
                 logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
                 tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, mscratch_ptr,
-                row, V, n_tiles, tau_bits, tab_n, greedy_fast,
+                row, V, n_tiles, tau_bits, tab_n, greedy_fast, sa, sb, sf, ktag, ftag,
+                d_tb, d_seed, d_rnd, d_pos,
                 POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, False,
-                MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE,
+                MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE, TAGGED, STALE_FIRST,
             )  # fmt: skip
 
 
@@ -251,6 +307,8 @@ def _tile_part(
     tile,
     V,
     greedy_fast,
+    ktag,
+    ftag,
     TILE: tl.constexpr,
     GROUPS: tl.constexpr,
     CAP: tl.constexpr,
@@ -267,7 +325,7 @@ def _tile_part(
     them and the lowest-ID elements of value theta. These (at most CAP when the branch is taken) are
     compacted (as int64 keys) through a per-program scratch row, ranked by an exact integer count and
     stored at their rank. More than CAP elements above theta (adversarial data) takes the extraction
-    path.
+    path. Every stored key is XORed with ktag and the flag word with ftag (0 unless TAGGED).
     """
     # Per-element state is int32 (value keys, local indices); int64 keys are formed only for the
     # compaction store.
@@ -285,14 +343,14 @@ def _tile_part(
         | ((top == SK_POS_INF).to(tl.int32) << 1)
         | (top > SK_NEG_INF).to(tl.int32)
     )
-    tl.store(flags_ptr + pid, flags)
+    tl.store(flags_ptr + pid, flags ^ ftag)
     l32 = tl.arange(0, K_C)
     out = cand_ptr + pid * K_C
     if greedy_fast:
         # greedy row without trace: only the argmax is needed (clause 4.1), lane 0 of the tile
         first = tl.min(tl.where(inb & (sk == top), loc, TILE))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))
-        tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD))
+        tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
     elif THRESHOLD:
         if GROUPS == K_C:  # noqa: SIM108 (constexpr branch)
             theta = tl.min(gm)
@@ -314,14 +372,14 @@ def _tile_part(
             live = lane < n_sel
             s = tl.load(s_key + lane, mask=live, other=KEY_PAD)
             rank = _rank_desc(s, live)
-            tl.store(out + rank, s, mask=live & (rank < K_C))
-            tl.store(out + l32, tl.full([K_C], KEY_PAD, tl.int64), mask=l32 >= n_sel)
+            tl.store(out + rank, s ^ ktag, mask=live & (rank < K_C))
+            tl.store(out + l32, tl.full([K_C], KEY_PAD, tl.int64) ^ ktag, mask=l32 >= n_sel)
         else:
             key = tl.where(inb, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), KEY_PAD)
-            tl.store(out + l32, top32(key, USE_TL_TOPK))
+            tl.store(out + l32, top32(key, USE_TL_TOPK) ^ ktag)
     else:
         key = tl.where(inb, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), KEY_PAD)
-        tl.store(out + l32, top32(key, USE_TL_TOPK))
+        tl.store(out + l32, top32(key, USE_TL_TOPK) ^ ktag)
 
 
 @triton.jit
@@ -366,6 +424,8 @@ def _tile_fast(
     tile,
     V,
     greedy_fast,
+    ktag,
+    ftag,
     TILE: tl.constexpr,
     NT: tl.constexpr,
     FCAP: tl.constexpr,
@@ -397,7 +457,7 @@ def _tile_fast(
     retries with the exact bound. More than FCAP takes _tile_part (the
     layout is a performance matter only: the bounds hold for any partition into columns). Value keys
     by value_key32; a NaN maps above +inf or below -inf (the flags look at both ends); lanes past V
-    read as -inf.
+    read as -inf. Stored keys and flags are XORed with ktag / ftag (tile_kernel's TAGGED).
     """
     GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # elements per 16-byte load: one thread's columns
     R: tl.constexpr = TILE // (NT * GW)
@@ -422,14 +482,14 @@ def _tile_fast(
         (nan.to(tl.int32) << 2) | ((gmax == SK_POS_INF).to(tl.int32) << 1) | (gmax > SK_NEG_INF).to(tl.int32)
     )
     flags = tl.max(words)
-    tl.store(flags_ptr + pid, flags)
+    tl.store(flags_ptr + pid, flags ^ ftag)
     l32 = tl.arange(0, K_C)
     out = cand_ptr + pid * K_C
     if greedy_fast:
         top = tl.max(gmax)
         first = tl.min(tl.min(tl.where(inb & (sk == top), loc, TILE), axis=0))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))
-        tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD))
+        tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
     else:
         # (a NaN below -inf could pull theta under the -inf of the lanes past V; the row fails anyway)
         if BY_COUNT:
@@ -485,15 +545,15 @@ def _tile_fast(
             key = tl.where(live, (sk2.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + li)), KEY_PAD)
             if BY_COUNT:
                 rank = _rank_desc(key, live)
-                tl.store(out + rank, key, mask=live & (rank < K_C))
-                tl.store(out + l32, tl.full([K_C], KEY_PAD, tl.int64), mask=l32 >= n_sel)
+                tl.store(out + rank, key ^ ktag, mask=live & (rank < K_C))
+                tl.store(out + l32, tl.full([K_C], KEY_PAD, tl.int64) ^ ktag, mask=l32 >= n_sel)
             else:
-                tl.store(out + l32, tl.topk(key, K_C))
+                tl.store(out + l32, tl.topk(key, K_C) ^ ktag)
         else:
             # (the fallback's scratch row, pid * CAP from its base, lies inside this program's row)
             _tile_part(
                 logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
-                greedy_fast, TILE, GROUPS, CAP, SRC, USE_TL_TOPK, True,
+                greedy_fast, ktag, ftag, TILE, GROUPS, CAP, SRC, USE_TL_TOPK, True,
             )  # fmt: skip
 
 
@@ -534,7 +594,7 @@ def merge_kernel(
     MPOOL_T: tl.constexpr = 0,
     MPOOL_K: tl.constexpr = 0,
     BY_COUNT: tl.constexpr = False,
-    MPOOL_PAIRS: tl.constexpr = False,
+    MPOOL_PAIRS: tl.constexpr = 0,
     TILE: tl.constexpr = 0,
 ):
     """One program per row (the two-launch form): C, status, greedy or sampled path (clauses 2-9)."""
@@ -545,9 +605,9 @@ def merge_kernel(
     _merge_row(
         logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, best_ptr,
-        row, V, n_tiles, tau_bits, tab_n, greedy_fast,
+        row, V, n_tiles, tau_bits, tab_n, greedy_fast, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, SPLIT,
-        MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE,
+        MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE, False, False,
     )  # fmt: skip
 
 
@@ -575,6 +635,15 @@ def _merge_row(
     tau_bits,
     tab_n,
     greedy_fast,
+    spec_a,
+    spec_b,
+    spec_f,
+    ktag,
+    ftag,
+    d_tb,
+    d_seed,
+    d_rnd,
+    d_pos,
     POOL: tl.constexpr,
     MCAP: tl.constexpr,
     CHUNK: tl.constexpr,
@@ -591,17 +660,21 @@ def _merge_row(
     BY_COUNT: tl.constexpr,
     MPOOL_PAIRS: tl.constexpr,
     TILE: tl.constexpr,
+    TAGGED: tl.constexpr,
+    STALE_FIRST: tl.constexpr,
 ):
     """C of one row from its tiles' candidates (clause 3.2), then the finish (clauses 2.1, 3.3-9), or
     with SPLIT C and the flag word stored for finish_kernel.
 
     Candidates and flags are read with .cg (through L2): in the fused kernel other programs wrote
     them during this launch. The merge pool's keys and the first chunk of flags are loaded before
-    anything waits on memory, so their L2 round trips overlap.
+    anything waits on memory, so their L2 round trips overlap. TAGGED (tile_kernel): the pool's and
+    the flags' words were loaded before the arrival (spec_a, spec_b, spec_f) and carry the tags ktag
+    and ftag, which _pool_untag checks and removes.
     """
     n_cand = n_tiles * K_C
     cbase = cand_ptr + row * n_cand
-    if MPOOL_T > 0:
+    if MPOOL_T > 0 and not TAGGED:
         if MPOOL_PAIRS:
             pool_q = _pool_pair_max(cbase, n_tiles, MPOOL_T, MPOOL_K)
         else:
@@ -609,17 +682,30 @@ def _merge_row(
     # ---- clause 2.1: the maximum flag word over the tiles (integer reduction, order-free)
     # (while loops, not range(): the interpreter cannot take a runtime range bound under numpy >= 2.3)
     fo = tl.arange(0, FCHUNK).to(tl.int64)
-    acc = tl.load(flags_ptr + row * n_tiles + fo, mask=fo < n_tiles, other=0, cache_modifier=".cg")
+    if not TAGGED:
+        acc = tl.load(flags_ptr + row * n_tiles + fo, mask=fo < n_tiles, other=0, cache_modifier=".cg")
     if EARLY_DRAW and not SPLIT:
-        tb, k0, k1, x0, x1, x2, x3 = early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr)
-    fstart = row * 0 + FCHUNK
-    while fstart < n_tiles:
-        o = fstart + fo
-        f = tl.load(flags_ptr + row * n_tiles + o, mask=o < n_tiles, other=0, cache_modifier=".cg")
-        acc = tl.maximum(acc, f)
-        fstart += FCHUNK
-    fmax = tl.max(acc)
-    if greedy_fast:
+        if TAGGED:  # (its inputs were loaded at the start: tile_kernel)
+            tb, k0, k1, x0, x1, x2, x3 = draw_words(d_tb, d_seed, d_rnd, d_pos)
+        else:
+            tb, k0, k1, x0, x1, x2, x3 = early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr)
+    if TAGGED:
+        pool_q, fmax, _reloads = _pool_validated(
+            cbase, flags_ptr + row * n_tiles, n_tiles, spec_a, spec_b, spec_f, ktag, ftag,
+            MPOOL_T, MPOOL_K, FCHUNK, STALE_FIRST,
+        )  # fmt: skip
+    else:
+        fstart = row * 0 + FCHUNK
+        while fstart < n_tiles:
+            o = fstart + fo
+            f = tl.load(flags_ptr + row * n_tiles + o, mask=o < n_tiles, other=0, cache_modifier=".cg")
+            acc = tl.maximum(acc, f)
+            fstart += FCHUNK
+        fmax = tl.max(acc)
+    if greedy_fast and TAGGED:
+        # the pool holds every tile's lane 0, its largest key (the tiles of a greedy row store only it)
+        best = tl.where(tl.arange(0, K_C) == 0, tl.max(pool_q), KEY_PAD)
+    elif greedy_fast:
         # every tile stored its argmax key in lane 0; C is not needed past a* (clause 4.1)
         l32 = tl.arange(0, K_C)
         am = tl.load(cbase + fo * K_C, mask=fo < n_tiles, other=KEY_PAD, cache_modifier=".cg")
@@ -633,7 +719,10 @@ def _merge_row(
         best = tl.where(l32 == 0, tl.max(am), KEY_PAD)
     elif MPOOL_T > 0:
         if MPOOL_PAIRS:
-            best = _merge_pool_pairs(cbase, pool_q, n_tiles, TILE, MPOOL_T, MPOOL_K, BY_COUNT)
+            best = _merge_pool_pairs(
+                cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, STALE_FIRST,
+                MPOOL_PAIRS,
+            )  # fmt: skip
         else:
             best, hot = _merge_pool(pool_keys, MPOOL_T, MPOOL_K, BY_COUNT)
             if tl.max(hot) != 0:
@@ -650,7 +739,11 @@ def _merge_row(
         tl.store(best_ptr + row * (K_C + 1) + l32, best)
         tl.store(best_ptr + row * (K_C + 1) + K_C, fmax.to(tl.int64))
     elif greedy_fast:
-        _greedy_outputs(row, best, fmax, temp_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr)
+        if TAGGED:  # noqa: SIM108 (constexpr branch)
+            tb_g = d_tb
+        else:
+            tb_g = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+        _greedy_outputs(row, best, fmax, tb_g, status_ptr, token_ptr, ids_ptr, tickets_ptr)
     elif EARLY_DRAW:  # (tb, k0..x3 from early_draw above)
         _finish_best(
             logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
@@ -678,11 +771,11 @@ def _row_status(any_nan, any_pinf, any_live, tb):
 
 
 @triton.jit
-def _greedy_outputs(row, best, fmax, temp_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr):
+def _greedy_outputs(row, best, fmax, tb, status_ptr, token_ptr, ids_ptr, tickets_ptr):
     """The outputs of a row whose temperature is +-0 (no trace): status (2.1), then a* with all 2^24
-    tickets (4.1) or the failed row's values (2.3); ``best`` holds the row's largest key in lane 0."""
+    tickets (4.1) or the failed row's values (2.3); ``best`` holds the row's largest key in lane 0,
+    ``tb`` the temperature's bits (int64)."""
     lane = tl.arange(0, K_C)
-    tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
     status = _row_status((fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb)
     astar = 0xFFFFFFFF - (tl.max(best) & 0xFFFFFFFF)
     ok = status == 0
@@ -929,6 +1022,109 @@ def _pool_pair_max(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr)
 
 
 @triton.jit
+def _pool_loads(cbase, fbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, FCHUNK: tl.constexpr,
+                VOLATILE: tl.constexpr):  # fmt: skip
+    """TAGGED: the raw (tagged) words of the paired pool, tile t's MPOOL_K keys and tile t + H's in
+    reverse as in _pool_pair_max, and of the first FCHUNK flag words (masked lanes read 0)."""
+    H: tl.constexpr = MPOOL_T // 2
+    f = tl.arange(0, H * MPOOL_K)
+    t = f // MPOOL_K
+    j = f - t * MPOOL_K
+    fo = tl.arange(0, FCHUNK)
+    if VOLATILE:
+        a = tl.load(cbase + t * K_C + j, mask=t < n_tiles, other=0, volatile=True)
+        b = tl.load(cbase + (t + H) * K_C + (MPOOL_K - 1 - j), mask=t + H < n_tiles, other=0, volatile=True)
+        fl = tl.load(fbase + fo, mask=fo < n_tiles, other=0, volatile=True)
+    else:
+        a = tl.load(cbase + t * K_C + j, mask=t < n_tiles, other=0, cache_modifier=".cg")
+        b = tl.load(
+            cbase + (t + H) * K_C + (MPOOL_K - 1 - j), mask=t + H < n_tiles, other=0, cache_modifier=".cg"
+        )
+        fl = tl.load(fbase + fo, mask=fo < n_tiles, other=0, cache_modifier=".cg")
+    return a, b, fl
+
+
+@triton.jit
+def _untag_keys(x, live, ktag):
+    """Keys stored with the tag ktag (T << 24), untagged (KEY_PAD where not ``live``), and 1 where a
+    live word does not carry T. After the XOR a word written with T has bits 24-31 0xFF (a real key:
+    its ID word is 2^32 - 1 - ID, ID < 2^24) or 0x00 (KEY_PAD); one written with another tag T' in
+    [0x80, 0xFE] has 0xFF ^ T ^ T' or T ^ T' there, with T ^ T' in [1, 0x7E]; one written untagged
+    (another plan) or zero-filled (make_workspace) has T ^ 0xFF in [1, 0x7F] or T in [0x80, 0xFE]:
+    none of them is 0x00 or 0xFF."""
+    k = x ^ ktag
+    top = (k >> KEY_TAG_SHIFT) & 0xFF
+    stale = live & (top != 0) & (top != 0xFF)
+    return tl.where(live, k, KEY_PAD), stale.to(tl.int32)
+
+
+@triton.jit
+def _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr,
+                FCHUNK: tl.constexpr):  # fmt: skip
+    """The paired pool (as _pool_pair_max), the maximum flag word and whether any word was stale.
+    Flag words carry ftag (T << 23) above their three flag bits: untagged, a word written with T is
+    below 2^23 and one written otherwise (another tag, none, zero fill) is not."""
+    H: tl.constexpr = MPOOL_T // 2
+    t = tl.arange(0, H * MPOOL_K) // MPOOL_K
+    fo = tl.arange(0, FCHUNK)
+    ka, sa = _untag_keys(a, t < n_tiles, ktag)
+    kb, sb = _untag_keys(b, t + H < n_tiles, ktag)
+    fmax = tl.max(tl.where(fo < n_tiles, fl ^ ftag, 0))
+    stale = tl.max(sa | sb) | (fmax >= FLAG_TAG_LIMIT).to(tl.int32)
+    return tl.maximum(ka, kb), fmax, stale
+
+
+@triton.jit
+def _pool_validated(cbase, fbase, n_tiles, a, b, fl, ktag, ftag, MPOOL_T: tl.constexpr,
+                    MPOOL_K: tl.constexpr, FCHUNK: tl.constexpr, STALE_FIRST: tl.constexpr):  # fmt: skip
+    """TAGGED: the paired pool and the maximum flag word from the words loaded before the arrival,
+    reloaded (volatile, through L2) until every word carries this launch's tag (the other programs'
+    stores precede their arrivals in program order, so they all become visible), and the number of
+    reloads (for benchmarks/probe_timeline.py)."""
+    if STALE_FIRST & 1:  # tests: the first look sees keys of another epoch
+        a = a ^ KEY_TAG_LOW
+    if STALE_FIRST & 2:  # and flag words of another epoch, reading NaN if taken as they are
+        fl = fl ^ (FLAG_TAG_LIMIT | 4)
+    _, _, stale = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K, FCHUNK)
+    reloads = stale * 0
+    while stale != 0:
+        a, b, fl = _pool_loads(cbase, fbase, n_tiles, MPOOL_T, MPOOL_K, FCHUNK, True)
+        _, _, stale = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K, FCHUNK)
+        reloads += 1
+    q, fmax, _ = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K, FCHUNK)
+    return q, fmax, reloads
+
+
+@triton.jit
+def _tagged_lists(ptrs, live, ktag, STALE_FIRST: tl.constexpr):
+    """TAGGED: the keys at ``ptrs`` (KEY_PAD where not ``live``), untagged, reloaded until all carry
+    this launch's tag (as _pool_validated)."""
+    x = tl.load(ptrs, mask=live, other=0, cache_modifier=".cg")
+    if STALE_FIRST & 4:
+        x = x ^ KEY_TAG_LOW
+    _, stale = _untag_keys(x, live, ktag)
+    bad = tl.max(stale)
+    while bad != 0:
+        x = tl.load(ptrs, mask=live, other=0, volatile=True)
+        _, stale = _untag_keys(x, live, ktag)
+        bad = tl.max(stale)
+    k, _ = _untag_keys(x, live, ktag)
+    return k
+
+
+@triton.jit
+def _fold_quads(q, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
+    """The pairs' kept keys ``q`` (_pool_pair_max: pair p at lanes p MPOOL_K.., a bitonic run) halved
+    again: pair p's keys sorted descending meet pair p + H / 2's sorted ascending lane by lane, so each
+    quad keeps exactly its MPOOL_K largest (the half-cleaner once more)."""
+    Q: tl.constexpr = MPOOL_T // 4
+    lo, hi = tl.split(tl.permute(tl.reshape(q, [2, Q * MPOOL_K]), (1, 0)))
+    a = tl.sort(tl.reshape(lo, [Q, MPOOL_K]), dim=1, descending=True)
+    b = tl.sort(tl.reshape(hi, [Q, MPOOL_K]), dim=1, descending=False)
+    return tl.reshape(tl.maximum(a, b), [Q * MPOOL_K])
+
+
+@triton.jit
 def _key_tile(keys, TILE: tl.constexpr):
     """The tile of each real key's token ID (-1 for KEY_PAD)."""
     ids = 0xFFFFFFFF - (keys & 0xFFFFFFFF)
@@ -947,12 +1143,19 @@ def _merge_pool_pairs(
     cbase,
     q,
     n_tiles,
+    ktag,
     TILE: tl.constexpr,
     MPOOL_T: tl.constexpr,
     MPOOL_K: tl.constexpr,
     BY_COUNT: tl.constexpr,
+    TAGGED: tl.constexpr,
+    STALE_FIRST: tl.constexpr,
+    FOLDS: tl.constexpr,
 ):
     """C from the halved pool ``q`` (_pool_pair_max), the merge's first try when the pool pairs tiles.
+    FOLDS = 2 halves it once more (_fold_quads): the groups are then quads of tiles t, t + H / 2,
+    t + H, t + 3 H / 2, and "pair" below reads "group" (a group's kept keys are still its MPOOL_K
+    largest pooled keys, which is all the proof uses).
 
     best = the top 32 of q, c = its 32nd key; a pair is hot when its MPOOL_K kept keys are all in best
     (all >= c). Without a hot pair, C = best. Proof, for a key x of C in tile t of pair p, at position
@@ -964,25 +1167,36 @@ def _merge_pool_pairs(
     keys lie above x, so they are in C and by (i) in best: p is hot. Hence when p is not hot, C's
     keys from p's tiles are in best. With hot pairs (at most 32 / MPOOL_K: their kept keys are in
     best), C is the top 32 of best without the hot pairs' keys and the hot pairs' tiles' whole lists
-    (one reload; no key occurs twice). Gaussian logits almost never have a hot pair (two tiles
-    holding 8 of the row's 32 largest); rows whose likely tokens share an ID range do."""
-    H: tl.constexpr = MPOOL_T // 2
+    (one reload; no key occurs twice; TAGGED: checked and untagged by _tagged_lists). Gaussian logits
+    almost never have a hot pair (two tiles holding 8 of the row's 32 largest); rows whose likely
+    tokens share an ID range do."""
+    NG: tl.constexpr = MPOOL_T >> FOLDS  # groups: tiles t, t + NG, t + 2 NG, ...
+    SIDES: tl.constexpr = 1 << FOLDS
     HOT: tl.constexpr = K_C // MPOOL_K
+    if FOLDS == 2:
+        q = _fold_quads(q, MPOOL_T, MPOOL_K)
     best = _top32(q, BY_COUNT)
     if MPOOL_K < K_C:
         tile = _key_tile(best, TILE)
-        pair = tl.where(tile >= 0, tile % H, -1)
+        pair = tl.where(tile >= 0, tile % NG, -1)
         full = _full_groups(pair, MPOOL_K)
         if tl.max(full) != 0:
-            p = tl.arange(0, H)
+            p = tl.arange(0, NG)
             hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
             hot_pair = _set_lanes(hp, HOT)
-            side = tl.arange(0, 2)[None, :, None]
-            t3 = hot_pair[:, None, None] + side * H  # [HOT, 2, 1]: both tiles of each hot pair
+            side = tl.arange(0, SIDES)[None, :, None]
+            t3 = hot_pair[:, None, None] + side * NG  # [HOT, SIDES, 1]: every tile of each hot group
             live = (tl.arange(0, HOT) < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
             j3 = tl.arange(0, K_C)[None, None, :]
-            lists = tl.load(cbase + t3 * K_C + j3, mask=live, other=KEY_PAD, cache_modifier=".cg")
-            lists_top = _top32(tl.reshape(lists, [HOT * 2 * K_C]), BY_COUNT)
+            flat: tl.constexpr = HOT * SIDES * K_C
+            if TAGGED:  # (flat: Triton 3.6 fails to compile the reload loop over the [HOT, SIDES, 32] form)
+                lists = _tagged_lists(
+                    tl.reshape(cbase + t3 * K_C + j3, [flat]), tl.reshape(live & (j3 >= 0), [flat]), ktag,
+                    STALE_FIRST,
+                )  # fmt: skip
+            else:
+                lists = tl.load(cbase + t3 * K_C + j3, mask=live, other=KEY_PAD, cache_modifier=".cg")
+            lists_top = _top32(tl.reshape(lists, [flat]), BY_COUNT)
             rest = tl.where(full != 0, KEY_PAD, best)
             best = _top32(tl.reshape(tl.join(rest, lists_top), [2 * K_C]), BY_COUNT)
     return best
@@ -1125,6 +1339,13 @@ def early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr):
     seed = tl.load(seed_ptr + row)
     rnd = tl.load(round_ptr + row)
     pos = tl.load(pos_ptr + row)
+    return draw_words(tb, seed, rnd, pos)
+
+
+@triton.jit
+def draw_words(tb, seed, rnd, pos):
+    """early_draw from its loaded inputs (the tagged fused kernel loads them at its start, so that no
+    load waits after the arrival)."""
     zero_u = (tb & 0).to(tl.uint64)
     k0 = zero_u
     k1 = zero_u

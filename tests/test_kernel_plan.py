@@ -92,6 +92,38 @@ def test_pool_pairs_need_two_pooled_tiles(vocab: int, paired: bool) -> None:
     assert not kp.Plan.for_shape(1, vocab, pair_pool=False).pool_pairs
 
 
+@pytest.mark.parametrize(
+    ("batch", "vocab", "opts", "tags"),
+    [
+        (1, 163_840, {}, True),  # the default fused plan: 40 tiles, a paired pool
+        (4, 262_144, {}, True),  # 64 tiles: the flags fit one FLAG_CHUNK
+        (4, 300_000, {}, False),  # 74 tiles: more flag words than one chunk
+        (1, 163_840, {"tagged": False}, False),
+        (8, 163_840, {}, False),  # two launches: no arrival
+        (1, 4097, {"tile": 4096}, True),  # two pooled tiles
+        (1, 4096, {}, False),  # one tile: no pairs
+        (1, (1 << 24) + 1, {"tile": 16384, "merge_pool": 1 << 14}, False),  # 1025 tiles, IDs past 2^24
+    ],
+)
+def test_tagged_arrival_where_it_applies(batch: int, vocab: int, opts: dict[str, object], tags: bool) -> None:
+    """tile_kernel's TAGGED: only the fused form with a paired pool, one chunk of flags and IDs below
+    2^24 (the tag shares a key's ID word)."""
+    assert kp.Plan.for_shape(batch, vocab, **opts).tags is tags  # type: ignore[arg-type]
+
+
+def test_pool_folds_and_retry_defaults() -> None:
+    """Quads only when asked for and with at least four pooled tiles; the exact-bound retry by
+    default only in the fused form (it cost the register-capped two-launch tile kernel ~6 %)."""
+    assert kp.Plan.for_shape(1, 163_840).pool_folds == 1
+    assert kp.Plan.for_shape(1, 163_840, pool_quads=True).pool_folds == 2
+    assert kp.Plan.for_shape(1, 9000, pool_quads=True).pool_folds == 2  # 3 tiles, a pool of 4
+    assert kp.Plan.for_shape(1, 4097, pool_quads=True).pool_folds == 1  # a pool of 2 tiles
+    assert kp.Plan.for_shape(1, 163_840, pair_pool=False, pool_quads=True).pool_folds == 0
+    assert kp.Plan.for_shape(1, 163_840).bound_retry is kp.BOUND_RETRY
+    assert kp.Plan.for_shape(64, 163_840).bound_retry is False
+    assert kp.Plan.for_shape(64, 163_840, bound_retry=True).bound_retry is True
+
+
 def test_probe_timeline_anchors_exist() -> None:
     """benchmarks/probe_timeline.py inserts its clock reads after fixed source lines of the kernels;
     every anchor must still occur exactly once (it asserts so while building the probed copy)."""

@@ -76,6 +76,15 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
         for block, n, lift in [(0, 5, 100), (8, 5, 100)] + [(b, 4, 50) for b in range(1, 8)]:
             row[block * 1024 : min(vocab, block * 1024 + n)] += F32(lift)
         return row
+    if kind == "quad_hot":  # 3 large values in each of blocks 0, 4 and 8 of 1024, 4 medium in the
+        # others: with 9 tiles of 1024 the quad of tiles (0, 4, 8) keeps 8 of its 9 large values and no
+        # pair is hot, so only the quads' check finds the one dropped (_fold_quads)
+        row = rng.standard_normal(vocab).astype(F32)
+        for block, n, lift in [(0, 3, 100), (4, 3, 100), (8, 3, 100)] + [
+            (b, 4, 50) for b in (1, 2, 3, 5, 6, 7)
+        ]:
+            row[block * 1024 : min(vocab, block * 1024 + n)] += F32(lift)
+        return row
     if kind == "warp_heavy":  # large values in warp 0's columns of a 4-warp column-group tile (and in
         # warps 0 and 4 of an 8-warp one): the per-warp bound admits > 1000, the exact bound <= 128
         row = rng.standard_normal(vocab).astype(F32)
@@ -101,8 +110,8 @@ def _row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any, np.
 
 
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
-         "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "warp_heavy", "column_block", "tie_pairs",
-         "neg_nan", "pos_inf_tail")  # fmt: skip
+         "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "quad_hot", "warp_heavy", "column_block",
+         "tie_pairs", "neg_nan", "pos_inf_tail")  # fmt: skip
 
 
 def _call(vocab: int, seed: int, dtype: str = "float32") -> fuzz.Call:
@@ -134,9 +143,11 @@ PLANS: dict[str, dict[str, Any]] = {
     # last, partly past V) and two_heavy's in both, so the pool check fails (_pool_refine)
     "pool_small": {"tile": 1024, "merge_pool": 64},
     # 9 tiles, 8 pooled keys each, paired (t, t + 8): pair_hot's pair (0, 8) keeps 8 of its 10 large
-    # values and no tile is hot, so only the pairs' check finds the 2 dropped (_merge_pool_pairs);
-    # the same pool unpaired (_merge_pool)
+    # values and no tile is hot, so only the pairs' check finds the 2 dropped (_merge_pool_pairs); the
+    # same pool in quads (t, t + 4, t + 8, t + 12; pool_quads), where quad_hot's quad (0, 4, 8) keeps 8
+    # of its 9 large values and only the quads' check finds the one dropped; and unpaired (_merge_pool)
     "pool_pair": {"tile": 1024, "merge_pool": 128, "by_count": False},
+    "pool_quads": {"tile": 1024, "merge_pool": 128, "by_count": False, "pool_quads": True},
     "pool_unpaired": {"tile": 1024, "merge_pool": 64, "pair_pool": False},
     "two_launch_capped": {"fused": False, "maxnreg": 64},
     # the GPU's ordering (Triton's bitonic top-k); the interpreter's default plan ranks by counts
@@ -147,6 +158,14 @@ PLANS: dict[str, dict[str, Any]] = {
     # the small batches' 8-warp programs (GPU ordering; WIDE_WARPS)
     "wide": {"by_count": False, "num_warps": 8, "fused": True},
     "fcap64": {"fcap": 64, "fused": True},
+    # the fused form's tagged arrival with pool_pair's pool (pair_hot reloads tagged lists); the same
+    # with the merge's first look at the pool's keys and the hot lists stale, or at the flags (its
+    # reload loops must run: taken as they are, the keys name other IDs and the flags a NaN); the
+    # untagged arrival
+    "tagged_pairs": {"tile": 1024, "merge_pool": 128, "fused": True},
+    "tagged_stale_keys": {"tile": 1024, "merge_pool": 128, "fused": True, "stale_first": 5},
+    "tagged_stale_flags": {"tile": 1024, "merge_pool": 128, "fused": True, "stale_first": 2},
+    "untagged_fused": {"fused": True, "tagged": False},
 }
 
 
@@ -155,6 +174,7 @@ LARGE_ONLY = {
     "prev_tile",
     "pool_small",
     "pool_pair",
+    "pool_quads",
     "pool_unpaired",
     "two_launch_capped",
     "bitonic",
@@ -162,17 +182,23 @@ LARGE_ONLY = {
     "warp_bound",
     "wide",
     "fcap64",
+    "tagged_pairs",
+    "tagged_stale_keys",
+    "tagged_stale_flags",
+    "untagged_fused",
 }  # (several tiles)
 DEEP = os.environ.get("DYADIC24_DEEP", "") not in ("", "0")
 # Triton's bitonic top-k is slow under the interpreter: the GPU-ordering plans run V = 9000 by
-# default (a partial last tile, every row kind) and V = 4097 as well in the deep profile
-BITONIC_DEEP_ONLY = {("bitonic", 4097), ("bitonic_fused_pool", 4097), ("pool_pair", 4097), ("wide", 4097),
-                     ("warp_bound", 4097)}  # fmt: skip
+# default (a partial last tile, every row kind) and V = 4097 as well in the deep profile; so do the
+# tagged-arrival variants (the default fused plan is tagged at every V)
+DEEP_ONLY = {("bitonic", 4097), ("bitonic_fused_pool", 4097), ("pool_pair", 4097), ("wide", 4097),
+             ("warp_bound", 4097), ("pool_quads", 4097), ("tagged_pairs", 4097), ("tagged_stale_keys", 4097),
+             ("tagged_stale_flags", 4097), ("untagged_fused", 4097)}  # fmt: skip
 CASES = [
     pytest.param(
         p, v,
         marks=[pytest.mark.deep, pytest.mark.skipif(not DEEP, reason="deep profile (DYADIC24_DEEP=1)")]
-        if (p, v) in BITONIC_DEEP_ONLY else [],
+        if (p, v) in DEEP_ONLY else [],
     )
     for p in PLANS
     for v in ((1, 33, 1100) if p in SMALL else (4097, 9000) if p in LARGE_ONLY else (1, 7, 33, 4097, 9000))
@@ -206,20 +232,50 @@ def test_half_precision_logits(dtype: str) -> None:
 @pytest.mark.parametrize("plan_name", ["fused", "split_finish"])
 def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
     """clause 12.3 through the one- and three-launch forms; the fused form's arrival counters are
-    reset for the next launch."""
+    left at a count of 0 and the next epoch for the next launch."""
     call = _call(9000, 5)
     inp = Inputs(call, DEVICE)
     rows = len(call.logits)
     ws = make_workspace(rows, 9000, DEVICE)
     plan = Plan.for_shape(rows, 9000, **PLANS[plan_name])
-    for _ in range(2):
+    for launch in range(2):
         buf = torch.zeros((rows, TRACE_WORDS), dtype=torch.int64, device=DEVICE)
         out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau,
                       trace=buf, workspace=ws, plan=plan)  # fmt: skip
-        assert int(ws.counter.abs().sum()) == 0
+        counter = ws.counter.cpu().numpy()
+        assert not (counter & 0xFFFFFF).any()
+        assert ((counter >> 24) == (launch + 1 if plan.fused else 0)).all()
         _, token, ids, tickets = (t.cpu().numpy() for t in out)
         traces = decode(buf.cpu().numpy(), token, ids, tickets)
         want = inp.reference(trace=True)
         assert want.trace is not None
         for r, (a, b) in enumerate(zip(traces, want.trace, strict=True)):
             assert a.as_json() == b.as_json(), (r, KINDS[r % len(KINDS)])
+
+
+def test_one_workspace_across_plans_and_epochs() -> None:
+    """clause 2.4 across launches: tagged and untagged fused plans and the two-launch form share one
+    workspace (each leaves its candidates in a form the others' tag checks reject) while the arrival
+    counters wrap from their last epoch to 0; every launch gives the reference's bits."""
+    vocab = 4097
+    call = _call(vocab, 11)
+    inp = Inputs(call, DEVICE)
+    rows = len(call.logits)
+    want = inp.reference()
+    ws = make_workspace(rows, vocab, DEVICE, 1024)
+    ws.counter.fill_(126 << 24)  # the last epoch: the next fused launch wraps to 0
+    names = ["tagged_pairs", "pool_pair", "untagged_fused", "tagged_stale_keys"]
+    epoch = 126
+    for name in names:
+        opts = {**PLANS[name], "tile": 1024, "merge_pool": 128}
+        plan = Plan.for_shape(rows, vocab, **opts)
+        out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau,
+                      workspace=ws, plan=plan)  # fmt: skip
+        got = [t.cpu().numpy() for t in out]
+        from dyadic24.api import Proposal
+
+        diffs = row_diffs(Proposal(status=got[0], token=got[1], ids=got[2], tickets=got[3]), want)
+        assert not diffs, (name, diffs[:3])
+        if plan.fused:
+            epoch = (epoch + 1) % 127
+        assert (ws.counter.cpu().numpy() == epoch << 24).all(), name
