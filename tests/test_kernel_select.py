@@ -147,7 +147,7 @@ PLANS: dict[str, dict[str, Any]] = {
     # same pool in quads (t, t + 4, t + 8, t + 12; pool_quads), where quad_hot's quad (0, 4, 8) keeps 8
     # of its 9 large values and only the quads' check finds the one dropped; and unpaired (_merge_pool)
     "pool_pair": {"tile": 1024, "merge_pool": 128, "by_count": False},
-    "pool_quads": {"tile": 1024, "merge_pool": 128, "by_count": False, "pool_quads": True},
+    "pool_quads": {"tile": 1024, "merge_pool": 128, "pool_quads": True},
     "pool_unpaired": {"tile": 1024, "merge_pool": 64, "pair_pool": False},
     "two_launch_capped": {"fused": False, "maxnreg": 64},
     # the GPU's ordering (Triton's bitonic top-k); the interpreter's default plan ranks by counts
@@ -267,7 +267,7 @@ def test_one_workspace_across_plans_and_epochs() -> None:
     names = ["tagged_pairs", "pool_pair", "untagged_fused", "tagged_stale_keys"]
     epoch = 126
     for name in names:
-        opts = {**PLANS[name], "tile": 1024, "merge_pool": 128}
+        opts = {**PLANS[name], "tile": 1024, "merge_pool": 128, "by_count": None}  # (the interpreter's order)
         plan = Plan.for_shape(rows, vocab, **opts)
         out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau,
                       workspace=ws, plan=plan)  # fmt: skip
