@@ -1005,41 +1005,42 @@ def _merge_pool(pk, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.c
 
 
 @triton.jit
-def _pool_pair_max(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
-    """The pool (_pool_keys) halved by pairing tile t with tile t + H, H = MPOOL_T / 2: lane
-    t * MPOOL_K + j holds the larger of tile t's j-th key and tile t + H's (MPOOL_K - 1 - j)-th. A
-    descending and an ascending run meet lane by lane, so each pair keeps exactly its MPOOL_K largest
-    pooled keys (the bitonic half-cleaner)."""
+def _pair_slots(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
+    """Where lane t * MPOOL_K + j of the paired pool reads: tile t's j-th key and tile t + H's
+    (MPOOL_K - 1 - j)-th, H = MPOOL_T / 2 (addresses and masks: a_ptr, a_live, b_ptr, b_live)."""
     H: tl.constexpr = MPOOL_T // 2
     f = tl.arange(0, H * MPOOL_K)
     t = f // MPOOL_K
     j = f - t * MPOOL_K
-    a = tl.load(cbase + t * K_C + j, mask=t < n_tiles, other=KEY_PAD, cache_modifier=".cg")
-    b = tl.load(
-        cbase + (t + H) * K_C + (MPOOL_K - 1 - j), mask=t + H < n_tiles, other=KEY_PAD, cache_modifier=".cg"
-    )
+    return cbase + t * K_C + j, t < n_tiles, cbase + (t + H) * K_C + (MPOOL_K - 1 - j), t + H < n_tiles
+
+
+@triton.jit
+def _pool_pair_max(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
+    """The pool (_pool_keys) halved by pairing tile t with tile t + H, H = MPOOL_T / 2: lane
+    t * MPOOL_K + j holds the larger of tile t's j-th key and tile t + H's (MPOOL_K - 1 - j)-th
+    (_pair_slots). A descending and an ascending run meet lane by lane, so each pair keeps exactly its
+    MPOOL_K largest pooled keys (the bitonic half-cleaner)."""
+    pa, la, pb, lb = _pair_slots(cbase, n_tiles, MPOOL_T, MPOOL_K)
+    a = tl.load(pa, mask=la, other=KEY_PAD, cache_modifier=".cg")
+    b = tl.load(pb, mask=lb, other=KEY_PAD, cache_modifier=".cg")
     return tl.maximum(a, b)
 
 
 @triton.jit
 def _pool_loads(cbase, fbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, FCHUNK: tl.constexpr,
                 VOLATILE: tl.constexpr):  # fmt: skip
-    """TAGGED: the raw (tagged) words of the paired pool, tile t's MPOOL_K keys and tile t + H's in
-    reverse as in _pool_pair_max, and of the first FCHUNK flag words (masked lanes read 0)."""
-    H: tl.constexpr = MPOOL_T // 2
-    f = tl.arange(0, H * MPOOL_K)
-    t = f // MPOOL_K
-    j = f - t * MPOOL_K
+    """TAGGED: the raw (tagged) words of the paired pool (_pair_slots) and of the first FCHUNK flag
+    words (masked lanes read 0)."""
+    pa, la, pb, lb = _pair_slots(cbase, n_tiles, MPOOL_T, MPOOL_K)
     fo = tl.arange(0, FCHUNK)
     if VOLATILE:
-        a = tl.load(cbase + t * K_C + j, mask=t < n_tiles, other=0, volatile=True)
-        b = tl.load(cbase + (t + H) * K_C + (MPOOL_K - 1 - j), mask=t + H < n_tiles, other=0, volatile=True)
+        a = tl.load(pa, mask=la, other=0, volatile=True)
+        b = tl.load(pb, mask=lb, other=0, volatile=True)
         fl = tl.load(fbase + fo, mask=fo < n_tiles, other=0, volatile=True)
     else:
-        a = tl.load(cbase + t * K_C + j, mask=t < n_tiles, other=0, cache_modifier=".cg")
-        b = tl.load(
-            cbase + (t + H) * K_C + (MPOOL_K - 1 - j), mask=t + H < n_tiles, other=0, cache_modifier=".cg"
-        )
+        a = tl.load(pa, mask=la, other=0, cache_modifier=".cg")
+        b = tl.load(pb, mask=lb, other=0, cache_modifier=".cg")
         fl = tl.load(fbase + fo, mask=fo < n_tiles, other=0, cache_modifier=".cg")
     return a, b, fl
 
