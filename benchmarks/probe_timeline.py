@@ -55,7 +55,7 @@ _PID = "    pid = tl.program_id(0).to(tl.int64)\n    row = pid // n_tiles\n    t
 _ARRIVE = (
     '            arrived = tl.atomic_add(counter_ptr + row, 1, sem="relaxed", scope="gpu")\n'  # (tagged)
 )
-_VALIDATED = "            MPOOL_T, MPOOL_K, FCHUNK, STALE_FIRST,\n        )  # fmt: skip\n"
+_VALIDATED = "            MPOOL_T, MPOOL_K, STALE_FIRST,\n        )  # fmt: skip\n"
 RELOADS = 17  # slot of the merge's reload count (+ 1), not a clock
 # (name, anchor line(s) in propose_jit.py, statement inserted after it; "@" = the anchor's indentation)
 POINTS: list[tuple[str, str, str]] = [

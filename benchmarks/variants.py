@@ -97,6 +97,9 @@ PLANS: dict[str, dict[str, Any]] = {
     "F-pairs": {"fused": True, "pool_quads": False},
     "2L-pairs": {**_2L, "maxnreg": 0, "pool_quads": False},
     "F-quads": {"fused": True, "pool_quads": True},
+    # 8-warp programs of 8192 elements (B = 4: 80 programs, each SM one)
+    "F-t8192-w8": {"fused": True, "tile": 8192, "num_warps": 8},
+    "F-w8": {"fused": True, "num_warps": 8},
     "2L-quads": {**_2L, "maxnreg": 0, "pool_quads": True},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",

@@ -45,6 +45,54 @@ EXP_FMA = 14  # libdevice's binary64 exp: 14 fma + 1 mul
 APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "lg2.approx", "tanh.approx")
 
 
+# Tile variants whose sm_90 SASS must issue every 16-byte logits load of a thread before the first
+# use of any of them (propose_jit._tile_bits; compiled with the JIT's alignment facts, so that the
+# loads are 16-byte ones). Session 6 found ptxas issuing six of a 4-warp program's eight and the
+# other two after the first data had arrived: three DRAM round trips per tile instead of one.
+LOAD_BATCH_AUDIT = ("tile/src0/fused", "tile/src0")
+
+
+def batched_wide_loads(sass: str) -> int:
+    """How many LDG.E.128 the SASS issues before the first instruction that reads one of their
+    destination registers (the loads a thread has in flight at once at the start)."""
+    dests: set[int] = set()
+    count = 0
+    for line in sass.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*(.*?);", line)
+        if not m:
+            continue
+        op, operands = m.group(1), m.group(2)
+        parts = operands.split(",", 1)
+        sources = {int(r) for r in re.findall(r"\bR(\d+)\b", parts[1] if len(parts) > 1 else "")}
+        if op.startswith("LDG.E.128"):
+            d = re.match(r"\s*R(\d+)", parts[0])
+            if d:
+                dests.update(range(int(d.group(1)), int(d.group(1)) + 4))
+                count += 1
+            continue
+        if dests & sources:
+            break
+    return count
+
+
+def _sass_of(compiled: Any) -> str | None:
+    """The SASS of a compiled kernel (nvdisasm from Triton's NVIDIA backend), None without it."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+    if not tool.is_file():
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
+        fh.write(compiled.asm["cubin"])
+        fh.flush()
+        out = subprocess.run([str(tool), "-c", fh.name], capture_output=True, text=True, check=False)
+    return out.stdout if out.returncode == 0 else None
+
+
 def float_ops(ptx: str) -> Counter[str]:
     """Floating-point PTX instructions (loads, stores and moves excluded) and their counts."""
     ops: Counter[str] = Counter()
@@ -222,6 +270,23 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         )
         if kernel == "sweep_kernel":
             continue  # (its own audit: dyadic24.kernels.exp_sweep)
+        if name in LOAD_BATCH_AUDIT:
+            # as the JIT specialises it: pointers and V divisible by 16, so 16-byte loads
+            aligned = [i for i, n in enumerate(full_sig) if full_sig[n].startswith("*") or n == "V"]
+            wide = triton.compile(
+                ASTSource(
+                    fn=kernels[kernel], signature=full_sig, constexprs=consts,
+                    attrs={(i,): [["tt.divisibility", 16]] for i in aligned},
+                ),
+                target=target,
+                options={"num_warps": warps},
+            )  # fmt: skip
+            sass = _sass_of(wide)
+            want = consts["TILE"] // (consts["NT"] * 4)  # binary32: 4 per 16-byte load
+            got = None if sass is None else batched_wide_loads(sass)
+            results[name]["batched_loads"] = {"wide_loads_before_first_use": got, "per_thread": want}
+            if got is not None and got < want:
+                problems.append(f"{name}: {got} of {want} logits loads issued before the first use (SASS)")
         if not merges and ops:
             problems.append(f"{name}: floating-point instructions in a selection kernel {dict(ops)}")
         if merges:

@@ -131,7 +131,13 @@ def load_bits32(ptr, offs, mask, SRC: tl.constexpr):
     with its leading bit shifted to bit 23 and dropped. No float conversion instruction is involved,
     so no flush-to-zero mode can touch bfloat16 subnormals.
     """
-    raw = tl.load(ptr + offs, mask=mask, other=0).to(tl.int64)
+    return widen_bits32(tl.load(ptr + offs, mask=mask, other=0), SRC)
+
+
+@triton.jit
+def widen_bits32(loaded, SRC: tl.constexpr):
+    """load_bits32's exact widening of loaded integer views to binary32 patterns (int64)."""
+    raw = loaded.to(tl.int64)
     if SRC == SRC_F32:
         out = raw & 0xFFFFFFFF
     elif SRC == SRC_BF16:

@@ -32,8 +32,11 @@ TRACE_WORDS = 320
 # 8192/8 and 4096/8 at every batch size tried (1, 4, 64, 256).
 TILE = 4096  # vocabulary elements per tile program
 NUM_WARPS = 4
-WIDE_WARPS = 8  # default_warps: warps per program up to WIDE_MAX_BATCH rows (H200, session 4: B = 1
-WIDE_MAX_BATCH = 2  # 52.3 vs 56.3 us, B = 2 53.7 vs 56.7; B = 4 74.7 vs 60.2: 160 programs of 8 warps)
+WIDE_WARPS = 8  # default_warps: warps per program up to WIDE_MAX_BATCH rows. Session 4 measured 8
+# better at B <= 2 (52.3 vs 56.3 us at B = 1), but only because ptxas serialised two of a 4-warp
+# program's eight loads behind the others' data; with the tile's loads batched (_tile_bits) 4 warps
+# win (session 6, H200: B = 1 50.8 vs 51.4, B = 2 51.8 vs 53.0), so no batch size takes 8 by default.
+WIDE_MAX_BATCH = 0
 CHUNK = 2048  # candidate keys per step of the merge scan (64 tiles)
 FLAG_CHUNK = 64  # tile flags per merge step
 GROUPS = 128  # strided group maxima per tile (their 32nd largest bounds the tile's 32nd value)
@@ -276,8 +279,8 @@ def default_tile(batch: int) -> int:
 
 
 def default_warps(batch: int, interpreter: bool | None = None) -> int:
-    """Warps per program of the default plan: on the GPU more at the smallest batches, where a position
-    is one latency chain per program and halving each thread's share of the tile shortens it. Under
+    """Warps per program of the default plan: on the GPU WIDE_WARPS up to WIDE_MAX_BATCH rows (a hook
+    kept for the measured choice, now none: see WIDE_WARPS), else NUM_WARPS. Under
     Triton's interpreter (``interpreter`` None: the current backend) always NUM_WARPS: the bits are
     the same, and the interpreter's exact count matrices grow with the square of the column groups
     (the plans of tests/test_kernel_select.py run the 8-warp programs explicitly)."""

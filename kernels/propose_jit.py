@@ -45,6 +45,7 @@ from dyadic24.kernels.ieee_jit import (  # noqa: E402
     load_bits32,
     sub32,
     widen32to64,
+    widen_bits32,
 )
 from dyadic24.kernels.philox_jit import draw_block  # noqa: E402
 
@@ -98,12 +99,35 @@ KEY_TAG_LOW = tl.constexpr(1 << 24)  # the lowest bit of a key's tag
 @triton.jit
 def load_bits_i32(ptr, offs, mask, SRC: tl.constexpr):
     """The binary32 patterns of the logits as int32 (clause 1.2; bit-identical to load_bits32 mod 2^32)."""
-    if SRC == SRC_F32:
-        out = tl.load(ptr + offs, mask=mask, other=0)
-    elif SRC == SRC_BF16:
-        out = tl.load(ptr + offs, mask=mask, other=0).to(tl.int32) << 16
+    return _bits_i32(tl.load(ptr + offs, mask=mask, other=0), SRC)
+
+
+@triton.jit
+def _tile_bits(base, loc, inb, full, SRC: tl.constexpr):
+    """A tile's binary32 patterns as int32, lanes past V as -inf (0xFF800000).
+
+    A full tile loads without a mask in a block of its own. With only the masked form, ptxas kept six
+    of a 4-warp program's eight 16-byte loads per thread in flight and issued the other two after the
+    first ones' data had arrived (their registers reused): three DRAM round trips in a row instead of
+    one (sm_90 SASS of the fused tile kernel; the 8-warp form has four loads and was not affected).
+    With the branch every load is issued before the first use. The same bits either way.
+    """
+    if full:
+        b = _bits_i32(tl.load(base + loc), SRC)
     else:
-        out = load_bits32(ptr, offs, mask, SRC).to(tl.int32)
+        b = tl.where(inb, _bits_i32(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
+    return b
+
+
+@triton.jit
+def _bits_i32(raw, SRC: tl.constexpr):
+    """load_bits_i32's widening of loaded integer views."""
+    if SRC == SRC_F32:
+        out = raw
+    elif SRC == SRC_BF16:
+        out = raw.to(tl.int32) << 16
+    else:
+        out = widen_bits32(raw, SRC).to(tl.int32)
     return out
 
 
@@ -273,9 +297,8 @@ def tile_kernel(
         if TAGGED:
             # issued before the arrival so that their round trip overlaps the atomic's
             sa, sb, sf = _pool_loads(
-                cand_ptr + row * (n_tiles * K_C), flags_ptr + row * n_tiles, n_tiles,
-                MPOOL_T, MPOOL_K, FCHUNK, False,
-            )  # fmt: skip
+                cand_ptr + row * (n_tiles * K_C), flags_ptr + row * n_tiles, n_tiles, MPOOL_T, MPOOL_K, False
+            )
             arrived = tl.atomic_add(counter_ptr + row, 1, sem="relaxed", scope="gpu")
         else:
             sa = 0
@@ -467,10 +490,7 @@ def _tile_fast(
     first_id = tile * TILE
     inb = loc < tl.minimum(V - first_id, TILE).to(tl.int32)
     base = logits_ptr + (row * V + first_id)
-    if SRC == SRC_F32:
-        b = tl.load(base + loc, mask=inb, other=-8388608)  # 0xFF800000: -inf
-    else:
-        b = tl.where(inb, load_bits_i32(base, loc, inb, SRC), -8388608)
+    b = _tile_bits(base, loc, inb, first_id + TILE <= V, SRC)
     sk = value_key32(b)  # (-0 ties +0, clause 3.1)
     gmax = tl.max(tl.reshape(tl.max(sk, axis=0), [NT, GW]), axis=1)
     gmin = tl.min(tl.reshape(tl.min(sk, axis=0), [NT, GW]), axis=1)
@@ -692,7 +712,7 @@ def _merge_row(
     if TAGGED:
         pool_q, fmax, _reloads = _pool_validated(
             cbase, flags_ptr + row * n_tiles, n_tiles, spec_a, spec_b, spec_f, ktag, ftag,
-            MPOOL_T, MPOOL_K, FCHUNK, STALE_FIRST,
+            MPOOL_T, MPOOL_K, STALE_FIRST,
         )  # fmt: skip
     else:
         fstart = row * 0 + FCHUNK
@@ -1028,12 +1048,13 @@ def _pool_pair_max(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr)
 
 
 @triton.jit
-def _pool_loads(cbase, fbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, FCHUNK: tl.constexpr,
-                VOLATILE: tl.constexpr):  # fmt: skip
-    """TAGGED: the raw (tagged) words of the paired pool (_pair_slots) and of the first FCHUNK flag
-    words (masked lanes read 0)."""
+def _pool_loads(cbase, fbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, VOLATILE: tl.constexpr):
+    """TAGGED: the raw (tagged) words of the paired pool (_pair_slots) and of the flags, the latter in
+    a vector of the pool's length and layout (lane i: tile i's flag word; masked lanes read 0), so
+    that _pool_untag reduces both in one pass. The pool has MPOOL_T / 2 * MPOOL_K >= n_tiles lanes."""
+    tl.static_assert(MPOOL_K >= 2)
     pa, la, pb, lb = _pair_slots(cbase, n_tiles, MPOOL_T, MPOOL_K)
-    fo = tl.arange(0, FCHUNK)
+    fo = tl.arange(0, MPOOL_T // 2 * MPOOL_K)
     if VOLATILE:
         a = tl.load(pa, mask=la, other=0, volatile=True)
         b = tl.load(pb, mask=lb, other=0, volatile=True)
@@ -1060,24 +1081,24 @@ def _untag_keys(x, live, ktag):
 
 
 @triton.jit
-def _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr,
-                FCHUNK: tl.constexpr):  # fmt: skip
+def _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
     """The paired pool (as _pool_pair_max), the maximum flag word and whether any word was stale.
     Flag words carry ftag (T << 23) above their three flag bits: untagged, a word written with T is
-    below 2^23 and one written otherwise (another tag, none, zero fill) is not."""
+    below 2^23 and one written otherwise (another tag, none, zero fill) is not (and below 2^31). One
+    reduction: a lane with a stale key adds 2^30, so the maximum is the maximum flag word exactly
+    when it is below 2^23, and it is at least 2^23 when any word is stale."""
     H: tl.constexpr = MPOOL_T // 2
-    t = tl.arange(0, H * MPOOL_K) // MPOOL_K
-    fo = tl.arange(0, FCHUNK)
+    f = tl.arange(0, H * MPOOL_K)
+    t = f // MPOOL_K
     ka, sa = _untag_keys(a, t < n_tiles, ktag)
     kb, sb = _untag_keys(b, t + H < n_tiles, ktag)
-    fmax = tl.max(tl.where(fo < n_tiles, fl ^ ftag, 0))
-    stale = tl.max(sa | sb) | (fmax >= FLAG_TAG_LIMIT).to(tl.int32)
-    return tl.maximum(ka, kb), fmax, stale
+    fmax = tl.max(tl.where(f < n_tiles, fl ^ ftag, 0) | ((sa | sb) << 30))
+    return tl.maximum(ka, kb), fmax, (fmax >= FLAG_TAG_LIMIT).to(tl.int32)
 
 
 @triton.jit
 def _pool_validated(cbase, fbase, n_tiles, a, b, fl, ktag, ftag, MPOOL_T: tl.constexpr,
-                    MPOOL_K: tl.constexpr, FCHUNK: tl.constexpr, STALE_FIRST: tl.constexpr):  # fmt: skip
+                    MPOOL_K: tl.constexpr, STALE_FIRST: tl.constexpr):  # fmt: skip
     """TAGGED: the paired pool and the maximum flag word from the words loaded before the arrival,
     reloaded (volatile, through L2) until every word carries this launch's tag (the other programs'
     stores precede their arrivals in program order, so they all become visible), and the number of
@@ -1086,13 +1107,12 @@ def _pool_validated(cbase, fbase, n_tiles, a, b, fl, ktag, ftag, MPOOL_T: tl.con
         a = a ^ KEY_TAG_LOW
     if STALE_FIRST & 2:  # and flag words of another epoch, reading NaN if taken as they are
         fl = fl ^ (FLAG_TAG_LIMIT | 4)
-    _, _, stale = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K, FCHUNK)
+    q, fmax, stale = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
     reloads = stale * 0
     while stale != 0:
-        a, b, fl = _pool_loads(cbase, fbase, n_tiles, MPOOL_T, MPOOL_K, FCHUNK, True)
-        _, _, stale = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K, FCHUNK)
+        a, b, fl = _pool_loads(cbase, fbase, n_tiles, MPOOL_T, MPOOL_K, True)
+        q, fmax, stale = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
         reloads += 1
-    q, fmax, _ = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K, FCHUNK)
     return q, fmax, reloads
 
 
@@ -1103,13 +1123,12 @@ def _tagged_lists(ptrs, live, ktag, STALE_FIRST: tl.constexpr):
     x = tl.load(ptrs, mask=live, other=0, cache_modifier=".cg")
     if STALE_FIRST & 4:
         x = x ^ KEY_TAG_LOW
-    _, stale = _untag_keys(x, live, ktag)
+    k, stale = _untag_keys(x, live, ktag)
     bad = tl.max(stale)
     while bad != 0:
         x = tl.load(ptrs, mask=live, other=0, volatile=True)
-        _, stale = _untag_keys(x, live, ktag)
+        k, stale = _untag_keys(x, live, ktag)
         bad = tl.max(stale)
-    k, _ = _untag_keys(x, live, ktag)
     return k
 
 

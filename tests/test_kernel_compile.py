@@ -41,3 +41,28 @@ def test_kernels_compile_for_sm90_with_exact_float_instructions(tmp_path: Path) 
     result = json.loads(report.read_text())
     assert result["passed"], result["problems"]
     assert all(v["compiled"] for v in result["variants"].values())
+    # the tile's logits loads all in flight at once (propose_jit._tile_bits), where nvdisasm exists
+    audits = [v["batched_loads"] for v in result["variants"].values() if "batched_loads" in v]
+    assert len(audits) == 2
+    for audit in audits:
+        if audit["wide_loads_before_first_use"] is not None:
+            assert audit["wide_loads_before_first_use"] >= audit["per_thread"] == 8
+
+
+def test_load_batching_audit_counts_loads_before_the_first_use() -> None:
+    """The SASS parser of aot_check's load audit: loads after the first use of an earlier one's data
+    do not count (the serialised pattern ptxas produced for 4-warp tiles before _tile_bits)."""
+    from dyadic24.kernels.aot_check import batched_wide_loads
+
+    def ldg(dst: int, pred: str = "") -> str:
+        return f"        /*0000*/              {pred}LDG.E.128 R{dst}, desc[UR14][R30.64] ;"
+
+    mov = "        /*0000*/                   IMAD.MOV.U32 R40, RZ, RZ, -0x800000 ;"
+    use = "        /*0000*/                   SHF.R.S32.HI R4, RZ, 0x1f, R53 ;"
+    serial = [ldg(52, "@!P3 "), ldg(56), mov, ldg(40, "@!P1 "), use, ldg(40), ldg(44)]
+    assert batched_wide_loads("\n".join(serial)) == 3
+    batched = [ldg(52), ldg(56), mov, ldg(40), ldg(44), use]
+    assert batched_wide_loads("\n".join(batched)) == 4
+    # a read of the address register of a load is not a use of loaded data
+    addr = "        /*0000*/                   IADD3 R30, R30, 0x10, RZ ;"
+    assert batched_wide_loads("\n".join([ldg(52), addr, ldg(56)])) == 2
