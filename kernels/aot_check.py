@@ -52,17 +52,12 @@ APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "
 LOAD_BATCH_AUDIT = ("tile/src0/fused", "tile/src0")
 
 
-def batched_wide_loads(sass: str, after: str | None = None) -> int:
+def batched_wide_loads(sass: str) -> int:
     """How many LDG.E.128 the SASS issues before the first instruction that reads one of their
-    destination registers (the loads a thread has in flight at once), from the start or from the first
-    instruction whose opcode starts with ``after``."""
+    destination registers (the loads a thread has in flight at once at the start)."""
     dests: set[int] = set()
     count = 0
-    lines = sass.splitlines()
-    if after is not None:
-        at = [i for i, line in enumerate(lines) if re.search(r"\s" + re.escape(after), line)]
-        lines = lines[at[0] + 1 :] if at else []
-    for line in lines:
+    for line in sass.splitlines():
         m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*(.*?);", line)
         if not m:
             continue
@@ -292,12 +287,6 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
             results[name]["batched_loads"] = {"wide_loads_before_first_use": got, "per_thread": want}
             if got is not None and got < want:
                 problems.append(f"{name}: {got} of {want} logits loads issued before the first use (SASS)")
-            if consts.get("TAGGED"):
-                # the merge's first reload of a stale pool (after the epoch store): both sides at once
-                reload = None if sass is None else batched_wide_loads(sass, after="ATOMG.E.EXCH")
-                results[name]["batched_reload"] = {"wide_loads_before_first_use": reload, "per_thread": 2}
-                if reload is not None and reload < 2:
-                    problems.append(f"{name}: the pool's reload issues {reload} of 2 loads before a use")
         if not merges and ops:
             problems.append(f"{name}: floating-point instructions in a selection kernel {dict(ops)}")
         if merges:

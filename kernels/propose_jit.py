@@ -93,7 +93,6 @@ TAG_BASE = tl.constexpr(0x80)  # TAGGED: epoch E tags with T = 0x80 + E, so T is
 KEY_TAG_SHIFT = tl.constexpr(24)  # T is XORed into bits 24-31 of each stored key (its ID word)
 FLAG_TAG_SHIFT = tl.constexpr(23)  # and into bits 23-30 of each flag word
 FLAG_TAG_LIMIT = tl.constexpr(1 << 23)  # an untagged flag word is below this
-KEY_STALE = tl.constexpr(1 << 30)  # _pool_validated: added to the flag word of a lane with a stale key
 KEY_TAG_LOW = tl.constexpr(1 << 24)  # the lowest bit of a key's tag
 
 
@@ -297,8 +296,9 @@ def tile_kernel(
         tl.debug_barrier()
         if TAGGED:
             # issued before the arrival so that their round trip overlaps the atomic's
-            sa, sb = _pool_loads(cand_ptr + row * (n_tiles * K_C), n_tiles, MPOOL_T, MPOOL_K, False)
-            sf = _flag_loads(flags_ptr + row * n_tiles, n_tiles, MPOOL_T, MPOOL_K, False)
+            sa, sb, sf = _pool_loads(
+                cand_ptr + row * (n_tiles * K_C), flags_ptr + row * n_tiles, n_tiles, MPOOL_T, MPOOL_K, False
+            )
             arrived = tl.atomic_add(counter_ptr + row, 1, sem="relaxed", scope="gpu")
         else:
             sa = 0
@@ -690,7 +690,7 @@ def _merge_row(
     them during this launch. The merge pool's keys and the first chunk of flags are loaded before
     anything waits on memory, so their L2 round trips overlap. TAGGED (tile_kernel): the pool's and
     the flags' words were loaded before the arrival (spec_a, spec_b, spec_f) and carry the tags ktag
-    and ftag, which _pool_validated checks and removes.
+    and ftag, which _pool_untag checks and removes.
     """
     n_cand = n_tiles * K_C
     cbase = cand_ptr + row * n_cand
@@ -1026,62 +1026,44 @@ def _merge_pool(pk, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.c
 
 @triton.jit
 def _pair_slots(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
-    """Where lane t * MPOOL_K + j of the paired pool reads: tile t's j-th key and tile t + H's j-th,
-    H = MPOOL_T / 2 (addresses and masks: a_ptr, a_live, b_ptr, b_live). Both runs are read in
-    ascending slot order, so that each thread's keys are one 16-byte load per side; _pair_keys
-    reverses the b side in registers."""
+    """Where lane t * MPOOL_K + j of the paired pool reads: tile t's j-th key and tile t + H's
+    (MPOOL_K - 1 - j)-th, H = MPOOL_T / 2 (addresses and masks: a_ptr, a_live, b_ptr, b_live)."""
     H: tl.constexpr = MPOOL_T // 2
     f = tl.arange(0, H * MPOOL_K)
     t = f // MPOOL_K
     j = f - t * MPOOL_K
-    return cbase + t * K_C + j, t < n_tiles, cbase + (t + H) * K_C + j, t + H < n_tiles
-
-
-@triton.jit
-def _pair_keys(a, b, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
-    """Lane t * MPOOL_K + j: the larger of tile t's j-th key (``a``) and tile t + H's (MPOOL_K - 1 - j)-th
-    (``b`` read ascending: _pair_slots). A descending and an ascending run meet lane by lane, so each
-    pair keeps exactly its MPOOL_K largest pooled keys (the bitonic half-cleaner). The reversal is an
-    exact bit permutation (tl.flip: XOR exchanges within each group of MPOOL_K lanes)."""
-    H: tl.constexpr = MPOOL_T // 2
-    return tl.maximum(a, tl.reshape(tl.flip(tl.reshape(b, [H, MPOOL_K]), 1), [H * MPOOL_K]))
+    return cbase + t * K_C + j, t < n_tiles, cbase + (t + H) * K_C + (MPOOL_K - 1 - j), t + H < n_tiles
 
 
 @triton.jit
 def _pool_pair_max(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
-    """The pool (_pool_keys) halved by pairing tile t with tile t + H, H = MPOOL_T / 2 (_pair_keys)."""
+    """The pool (_pool_keys) halved by pairing tile t with tile t + H, H = MPOOL_T / 2: lane
+    t * MPOOL_K + j holds the larger of tile t's j-th key and tile t + H's (MPOOL_K - 1 - j)-th
+    (_pair_slots). A descending and an ascending run meet lane by lane, so each pair keeps exactly its
+    MPOOL_K largest pooled keys (the bitonic half-cleaner)."""
     pa, la, pb, lb = _pair_slots(cbase, n_tiles, MPOOL_T, MPOOL_K)
     a = tl.load(pa, mask=la, other=KEY_PAD, cache_modifier=".cg")
     b = tl.load(pb, mask=lb, other=KEY_PAD, cache_modifier=".cg")
-    return _pair_keys(a, b, MPOOL_T, MPOOL_K)
+    return tl.maximum(a, b)
 
 
 @triton.jit
-def _pool_loads(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, VOLATILE: tl.constexpr):
-    """TAGGED: the raw (tagged) words of the paired pool (_pair_slots; masked lanes read 0): one
-    16-byte load per side and thread."""
+def _pool_loads(cbase, fbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, VOLATILE: tl.constexpr):
+    """TAGGED: the raw (tagged) words of the paired pool (_pair_slots) and of the flags, the latter in
+    a vector of the pool's length and layout (lane i: tile i's flag word; masked lanes read 0), so
+    that _pool_untag reduces both in one pass. The pool has MPOOL_T / 2 * MPOOL_K >= n_tiles lanes."""
+    tl.static_assert(MPOOL_K >= 2)
     pa, la, pb, lb = _pair_slots(cbase, n_tiles, MPOOL_T, MPOOL_K)
+    fo = tl.arange(0, MPOOL_T // 2 * MPOOL_K)
     if VOLATILE:
         a = tl.load(pa, mask=la, other=0, volatile=True)
         b = tl.load(pb, mask=lb, other=0, volatile=True)
+        fl = tl.load(fbase + fo, mask=fo < n_tiles, other=0, volatile=True)
     else:
         a = tl.load(pa, mask=la, other=0, cache_modifier=".cg")
         b = tl.load(pb, mask=lb, other=0, cache_modifier=".cg")
-    return a, b
-
-
-@triton.jit
-def _flag_loads(fbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, VOLATILE: tl.constexpr):
-    """TAGGED: the raw (tagged) flag words in a vector of the pool's length and layout (lane i: tile
-    i's word; masked lanes read 0), so that the first look reduces them with the pool's staleness in
-    one pass. The pool has MPOOL_T / 2 * MPOOL_K >= n_tiles lanes."""
-    tl.static_assert(MPOOL_K >= 2)
-    fo = tl.arange(0, MPOOL_T // 2 * MPOOL_K)
-    if VOLATILE:
-        fl = tl.load(fbase + fo, mask=fo < n_tiles, other=0, volatile=True)
-    else:
         fl = tl.load(fbase + fo, mask=fo < n_tiles, other=0, cache_modifier=".cg")
-    return fl
+    return a, b, fl
 
 
 @triton.jit
@@ -1099,62 +1081,38 @@ def _untag_keys(x, live, ktag):
 
 
 @triton.jit
-def _pool_untag(a, b, n_tiles, ktag, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
-    """The paired pool (as _pool_pair_max) and, per lane, 1 where one of its two words was stale."""
+def _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
+    """The paired pool (as _pool_pair_max), the maximum flag word and whether any word was stale.
+    Flag words carry ftag (T << 23) above their three flag bits: untagged, a word written with T is
+    below 2^23 and one written otherwise (another tag, none, zero fill) is not (and below 2^31). One
+    reduction: a lane with a stale key adds 2^30, so the maximum is the maximum flag word exactly
+    when it is below 2^23, and it is at least 2^23 when any word is stale."""
     H: tl.constexpr = MPOOL_T // 2
-    t = tl.arange(0, H * MPOOL_K) // MPOOL_K
+    f = tl.arange(0, H * MPOOL_K)
+    t = f // MPOOL_K
     ka, sa = _untag_keys(a, t < n_tiles, ktag)
     kb, sb = _untag_keys(b, t + H < n_tiles, ktag)
-    return _pair_keys(ka, kb, MPOOL_T, MPOOL_K), sa | sb
-
-
-@triton.jit
-def _flag_max(fl, n_tiles, ftag):
-    """The maximum untagged flag word. Flag words carry ftag (T << 23) above their three flag bits:
-    untagged, a word written with T is below 2^23 and one written otherwise (another tag, none, zero
-    fill) is not (and below 2^31), so the maximum is also the staleness test."""
-    return tl.max(tl.where(tl.arange(0, fl.shape[0]) < n_tiles, fl ^ ftag, 0))
+    fmax = tl.max(tl.where(f < n_tiles, fl ^ ftag, 0) | ((sa | sb) << 30))
+    return tl.maximum(ka, kb), fmax, (fmax >= FLAG_TAG_LIMIT).to(tl.int32)
 
 
 @triton.jit
 def _pool_validated(cbase, fbase, n_tiles, a, b, fl, ktag, ftag, MPOOL_T: tl.constexpr,
                     MPOOL_K: tl.constexpr, STALE_FIRST: tl.constexpr):  # fmt: skip
     """TAGGED: the paired pool and the maximum flag word from the words loaded before the arrival,
-    reloaded until every word carries this launch's tag (the other programs' stores precede their
-    arrivals in program order, so they all become visible), and the number of pool reloads (for
-    benchmarks/probe_timeline.py).
-
-    The first look takes one reduction: a lane with a stale key adds 2^30 to its flag word, so the
-    maximum is the maximum flag word exactly when it is below 2^23 (nothing stale). A stale pool is
-    reloaded first as straight-line code with .cg loads (through L2; Triton emits them as
-    side-effecting asm, so they are never merged with the first look), where ptxas issues both
-    16-byte loads at once; in a loop, or with the flags' loads in the same reload, it issued each load
-    after the previous one's data had arrived (three L2 round trips in a row; sm_90 SASS, session 6).
-    Later reloads (none measured) loop with volatile loads, which also keeps LLVM from folding the
-    first into the loop. The flags are then checked, and reloaded, on their own."""
+    reloaded (volatile, through L2) until every word carries this launch's tag (the other programs'
+    stores precede their arrivals in program order, so they all become visible), and the number of
+    reloads (for benchmarks/probe_timeline.py)."""
     if STALE_FIRST & 1:  # tests: the first look sees keys of another epoch
         a = a ^ KEY_TAG_LOW
     if STALE_FIRST & 2:  # and flag words of another epoch, reading NaN if taken as they are
         fl = fl ^ (FLAG_TAG_LIMIT | 4)
-    q, stale = _pool_untag(a, b, n_tiles, ktag, MPOOL_T, MPOOL_K)
-    fo = tl.arange(0, MPOOL_T // 2 * MPOOL_K)
-    fmax = tl.max(tl.where(fo < n_tiles, fl ^ ftag, 0) | (stale << 30))
-    reloads = fmax * 0
-    if fmax >= FLAG_TAG_LIMIT:
-        if fmax >= KEY_STALE:
-            a, b = _pool_loads(cbase, n_tiles, MPOOL_T, MPOOL_K, False)
-            q, stale = _pool_untag(a, b, n_tiles, ktag, MPOOL_T, MPOOL_K)
-            bad = tl.max(stale)
-            reloads += 1
-            while bad != 0:
-                a, b = _pool_loads(cbase, n_tiles, MPOOL_T, MPOOL_K, True)
-                q, stale = _pool_untag(a, b, n_tiles, ktag, MPOOL_T, MPOOL_K)
-                bad = tl.max(stale)
-                reloads += 1
-        fmax = _flag_max(fl, n_tiles, ftag)
-        while fmax >= FLAG_TAG_LIMIT:
-            fl = _flag_loads(fbase, n_tiles, MPOOL_T, MPOOL_K, True)
-            fmax = _flag_max(fl, n_tiles, ftag)
+    q, fmax, stale = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
+    reloads = stale * 0
+    while stale != 0:
+        a, b, fl = _pool_loads(cbase, fbase, n_tiles, MPOOL_T, MPOOL_K, True)
+        q, fmax, stale = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
+        reloads += 1
     return q, fmax, reloads
 
 

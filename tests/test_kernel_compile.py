@@ -47,11 +47,6 @@ def test_kernels_compile_for_sm90_with_exact_float_instructions(tmp_path: Path) 
     for audit in audits:
         if audit["wide_loads_before_first_use"] is not None:
             assert audit["wide_loads_before_first_use"] >= audit["per_thread"] == 8
-    # and the tagged merge's first reload of its pool (_pool_validated)
-    reloads = [v["batched_reload"] for v in result["variants"].values() if "batched_reload" in v]
-    assert len(reloads) == 1
-    if reloads[0]["wide_loads_before_first_use"] is not None:
-        assert reloads[0]["wide_loads_before_first_use"] >= 2
 
 
 def test_load_batching_audit_counts_loads_before_the_first_use() -> None:
@@ -71,7 +66,3 @@ def test_load_batching_audit_counts_loads_before_the_first_use() -> None:
     # a read of the address register of a load is not a use of loaded data
     addr = "        /*0000*/                   IADD3 R30, R30, 0x10, RZ ;"
     assert batched_wide_loads("\n".join([ldg(52), addr, ldg(56)])) == 2
-    # counted from a marker instruction on
-    exch = "        /*0000*/                   ATOMG.E.EXCH.STRONG.GPU PT, RZ, desc[UR12][R8.64], R11 ;"
-    assert batched_wide_loads("\n".join([ldg(8), exch, ldg(52), use, ldg(56)]), after="ATOMG.E.EXCH") == 1
-    assert batched_wide_loads("\n".join([ldg(8), use]), after="ATOMG.E.EXCH") == 0
