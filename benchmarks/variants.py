@@ -81,7 +81,7 @@ PLANS: dict[str, dict[str, Any]] = {
     # session 4: the merge pool halved by pairing tiles (now the default) against the whole pool
     "F-unpaired": {"fused": True, "pair_pool": False},
     "2L-unpaired": {**_2L, "maxnreg": 0, "pair_pool": False},
-    # warps per program of the fused kernel (the default is 8 up to B = 2)
+    # warps per program of the fused kernel (the default was 8 up to B = 2 until session 6, now 4)
     "F-w4": {"fused": True, "num_warps": 4},
     "F-w16": {"fused": True, "num_warps": 16},
     "F-t2048-w8": {"fused": True, "tile": 2048, "num_warps": 8},

@@ -283,7 +283,7 @@ def default_warps(batch: int, interpreter: bool | None = None) -> int:
     kept for the measured choice, now none: see WIDE_WARPS), else NUM_WARPS. Under
     Triton's interpreter (``interpreter`` None: the current backend) always NUM_WARPS: the bits are
     the same, and the interpreter's exact count matrices grow with the square of the column groups
-    (the plans of tests/test_kernel_select.py run the 8-warp programs explicitly)."""
+    (the plans of tests/test_kernel_select.py run 8-warp programs explicitly)."""
     if interpreter is None:
         interpreter = interpreting()
     if interpreter:

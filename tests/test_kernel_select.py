@@ -155,7 +155,7 @@ PLANS: dict[str, dict[str, Any]] = {
     "bitonic_fused_pool": {"by_count": False, "fused": True, "tile": 1024, "merge_pool": 64},
     # the column-group tile's per-warp bound (GPU ordering), and a compaction too small for column_block
     "warp_bound": {"by_count": False, "warp_bound": True, "bound_retry": True},
-    # the small batches' 8-warp programs (GPU ordering; WIDE_WARPS)
+    # 8-warp programs (GPU ordering; WIDE_WARPS, a plan option since session 6)
     "wide": {"by_count": False, "num_warps": 8, "fused": True},
     "fcap64": {"fcap": 64, "fused": True},
     # the fused form's tagged arrival with pool_pair's pool (pair_hot reloads tagged lists); the same
