@@ -178,7 +178,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         f"{'' if threshold else '/extract'}{'/tl.topk' if topk else ''}"
                     )
                     out.append(("tile_kernel", name, sig, consts))
-                    if fused and threshold and not trace:  # the small batches' wider programs
+                    if fused and threshold and not trace and everything:  # the 8-warp plan option
                         wide = {**consts, "NT": 32 * kp.WIDE_WARPS}
                         out.append(("tile_kernel", f"{name}/w{kp.WIDE_WARPS}", sig, wide))
     for src, ptr in srcs if everything else srcs[:1]:
