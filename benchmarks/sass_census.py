@@ -16,46 +16,24 @@ import argparse
 import collections
 import os
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
 from dyadic24.kernels import aot_check, propose_jit
 from dyadic24.kernels import propose as kp
-
-BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-
-
-def _tool(name: str, *args: str) -> str:
-    return subprocess.run([str(BIN / name), *args], capture_output=True, text=True, check=True).stdout
 
 
 def census(kernel: str, name: str, lines: int) -> None:
     for kname, vname, sig, consts in aot_check._variants(False):
         if (kname, vname) != (kernel, name):
             continue
-        full = {**sig, **{k: "constexpr" for k in consts}}
-        names = list(full)
-        aligned = [i for i, n in enumerate(names) if full[n].startswith("*") or n == "V"]
-        attrs = {(i,): [["tt.divisibility", 16]] for i in aligned}
-        compiled = triton.compile(
-            ASTSource(fn=getattr(propose_jit, kernel), signature=full, constexprs=consts, attrs=attrs),
-            target=GPUTarget("cuda", 90, 32),
-            options={"num_warps": kp.NUM_WARPS},
-        )
-        with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
-            fh.write(compiled.asm["cubin"])
-        sass = _tool("nvdisasm", "-g", "-c", fh.name)
-        usage = _tool("cuobjdump", "-res-usage", fh.name)
-        os.unlink(fh.name)
+        compiled = aot_check.compile_aligned(getattr(propose_jit, kernel), sig, consts, kp.NUM_WARPS)
+        sass = aot_check.cubin_tool(compiled, "nvdisasm", "-g", "-c") or ""
+        usage = aot_check.cubin_tool(compiled, "cuobjdump", "-res-usage") or ""
         where = ("?", 0)
         per_line: collections.Counter[tuple[str, int]] = collections.Counter()
         total = barriers = 0

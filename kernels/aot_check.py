@@ -75,21 +75,44 @@ def batched_wide_loads(sass: str) -> int:
     return count
 
 
-def _sass_of(compiled: Any) -> str | None:
-    """The SASS of a compiled kernel (nvdisasm from Triton's NVIDIA backend), None without it."""
+def compile_aligned(fn: Any, signature: dict[str, str], constexprs: dict[str, Any], num_warps: int,
+                    arch: int = 90) -> Any:  # fmt: skip
+    """Compile as the JIT specialises a launch on a vocabulary that is a multiple of 16: the pointers
+    and V marked 16-divisible, so the layouts and the 16-byte loads are the GPU's."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    full = {**signature, **{k: "constexpr" for k in constexprs if k not in signature}}
+    aligned = [i for i, n in enumerate(full) if full[n].startswith("*") or n == "V"]
+    return triton.compile(
+        ASTSource(
+            fn=fn,
+            signature=full,
+            constexprs=constexprs,
+            attrs={(i,): [["tt.divisibility", 16]] for i in aligned},
+        ),
+        target=GPUTarget("cuda", arch, 32),
+        options={"num_warps": num_warps},
+    )
+
+
+def cubin_tool(compiled: Any, tool: str, *args: str) -> str | None:
+    """The output of one of Triton's NVIDIA binary tools (nvdisasm, cuobjdump) on a compiled kernel's
+    cubin; None when the tool is missing or fails."""
     import subprocess
     import tempfile
     from pathlib import Path
 
     import triton
 
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
-    if not tool.is_file():
+    path = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / tool
+    if not path.is_file():
         return None
     with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
         fh.write(compiled.asm["cubin"])
         fh.flush()
-        out = subprocess.run([str(tool), "-c", fh.name], capture_output=True, text=True, check=False)
+        out = subprocess.run([str(path), *args, fh.name], capture_output=True, text=True, check=False)
     return out.stdout if out.returncode == 0 else None
 
 
@@ -271,17 +294,7 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         if kernel == "sweep_kernel":
             continue  # (its own audit: dyadic24.kernels.exp_sweep)
         if name in LOAD_BATCH_AUDIT:
-            # as the JIT specialises it: pointers and V divisible by 16, so 16-byte loads
-            aligned = [i for i, n in enumerate(full_sig) if full_sig[n].startswith("*") or n == "V"]
-            wide = triton.compile(
-                ASTSource(
-                    fn=kernels[kernel], signature=full_sig, constexprs=consts,
-                    attrs={(i,): [["tt.divisibility", 16]] for i in aligned},
-                ),
-                target=target,
-                options={"num_warps": warps},
-            )  # fmt: skip
-            sass = _sass_of(wide)
+            sass = cubin_tool(compile_aligned(kernels[kernel], sig, consts, warps, arch), "nvdisasm", "-c")
             want = consts["TILE"] // (consts["NT"] * 4)  # binary32: 4 per 16-byte load
             got = None if sass is None else batched_wide_loads(sass)
             results[name]["batched_loads"] = {"wide_loads_before_first_use": got, "per_thread": want}
