@@ -22,7 +22,6 @@ from pathlib import Path
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
 from dyadic24.kernels import aot_check, propose_jit
 from dyadic24.kernels import propose as kp
 
