@@ -9,7 +9,8 @@ the selection kernels (tile_kernel, merge_kernel with SPLIT) have none; the fini
 flush-to-zero form but libdevice's abs.ftz.f32, and a fixed recipe: clause 5 as a binary64 (or, in
 the hardware path of clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec B.6) subtraction,
 IEEE binary64 divisions (5.2, 7.1) and libdevice exps (14 fma + 1 mul each), one exact product
-p * 2^24 per truncating conversion (7.2), and at least 31 binary64 additions (the clause-6.2 tree):
+p * 2^24 per truncating conversion (7.2), and at least 5 binary64 additions (the clause-6.2 tree,
+a butterfly: each lane adds its node's partner at each of the 5 levels):
 so no product of the rule was contracted into an fma and no approximate instruction (div.full /
 div.approx / rcp.approx / ex2.approx) appears anywhere. The remaining binary32 compares come from
 libdevice's binary64 exp, which tests the high word of its argument as a float (harmless for |z| >=
@@ -153,8 +154,8 @@ def audit_merge(name: str, ops: Counter[str], exact_counts: bool) -> list[str]:
             problems.append(f"{name}: no clause-5.1 subtraction")
         if ops.get("div.rn.f64", 0) < 2:
             problems.append(f"{name}: {ops.get('div.rn.f64', 0)} x div.rn.f64, expected >= 2 (5.2, 7.1)")
-        if ops.get("add.f64", 0) < 31:
-            problems.append(f"{name}: {ops.get('add.f64', 0)} x add.f64, expected >= 31 (the tree)")
+        if ops.get("add.f64", 0) < 5:
+            problems.append(f"{name}: {ops.get('add.f64', 0)} x add.f64, expected >= 5 (the tree's levels)")
     return problems
 
 

@@ -81,6 +81,7 @@ INT32_MAX = tl.constexpr((1 << 31) - 1)
 SK_POS_INF = tl.constexpr(0x7F800000)  # value key of +inf
 SK_NEG_INF = tl.constexpr(-2139095041)  # value key of -inf (0xFF800000 ^ 0x7FFFFFFF as int32)
 K_C = tl.constexpr(32)  # clause 3.2: at most 32 candidates
+SMALL_SEL = tl.constexpr(64)  # _tile_fast: a tile with at most this many selected sorts 64 lanes
 PACK = tl.constexpr(16)  # two counts < 2^15 share one int32 reduction (low: strict, high: ties)
 PACK_MASK = tl.constexpr(0xFFFF)
 PACK_LIMIT = tl.constexpr(1 << 15)
@@ -557,24 +558,35 @@ def _tile_fast(
                 bits = bits ^ lowbit
                 n += 1
             tl.debug_barrier()  # the indices were written by other threads of this program
-            lane = tl.arange(0, FCAP)
-            live = lane < n_sel
-            li = tl.load(s_idx + lane, mask=live, other=0).to(tl.int32)
-            b2 = load_bits_i32(base, li, live, SRC)
-            sk2 = value_key32(b2)
-            key = tl.where(live, (sk2.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + li)), KEY_PAD)
-            if BY_COUNT:
-                rank = _rank_desc(key, live)
-                tl.store(out + rank, key ^ ktag, mask=live & (rank < K_C))
-                tl.store(out + l32, tl.full([K_C], KEY_PAD, tl.int64) ^ ktag, mask=l32 >= n_sel)
+            # (the common case, ~50 selected for Gaussian logits, takes a bitonic top-k of 64 lanes:
+            # one merge round and one exchange between warps fewer than FCAP = 128)
+            if FCAP > SMALL_SEL:
+                if n_sel <= SMALL_SEL:
+                    top = _selected_top32(s_idx, base, first_id, n_sel, SMALL_SEL, SRC, BY_COUNT)
+                else:
+                    top = _selected_top32(s_idx, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
             else:
-                tl.store(out + l32, tl.topk(key, K_C) ^ ktag)
+                top = _selected_top32(s_idx, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
+            tl.store(out + l32, top ^ ktag)
         else:
             # (the fallback's scratch row, pid * CAP from its base, lies inside this program's row)
             _tile_part(
                 logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
                 greedy_fast, ktag, ftag, TILE, GROUPS, CAP, SRC, USE_TL_TOPK, True,
             )  # fmt: skip
+
+
+@triton.jit
+def _selected_top32(s_idx, base, first_id, n_sel, N: tl.constexpr, SRC: tl.constexpr, BY_COUNT: tl.constexpr):
+    """The top 32 keys (descending, KEY_PAD past n_sel) of a tile's n_sel <= N selected elements,
+    whose tile-local indices _tile_fast wrote to s_idx[0:n_sel]; their logits are read again."""
+    lane = tl.arange(0, N)
+    live = lane < n_sel
+    li = tl.load(s_idx + lane, mask=live, other=0).to(tl.int32)
+    b2 = load_bits_i32(base, li, live, SRC)
+    sk2 = value_key32(b2)
+    key = tl.where(live, (sk2.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + li)), KEY_PAD)
+    return _top32(key, BY_COUNT)
 
 
 @triton.jit(do_not_specialize=["V", "n_tiles", "tau_bits", "tab_n"])
@@ -837,6 +849,7 @@ def _finish_best(
     HAVE_DRAW: tl.constexpr,
 ):
     """finish_core from C (``best``) and the maximum flag word of the row's tiles."""
+    best = _one_per_thread(best)
     valid = best != KEY_PAD  # exactly the first K = min(32, V) lanes
     if TRACE:
         # the key canonicalised -0; the trace's d needs the original bits, so reload them
@@ -1152,10 +1165,24 @@ def _key_tile(keys, TILE: tl.constexpr):
 
 
 @triton.jit
-def _full_groups(group, MPOOL_K: tl.constexpr):
-    """1 for the lanes whose group (>= 0) holds MPOOL_K lanes of the vector."""
-    same = (group[None, :] == group[:, None]) & (group[None, :] >= 0)
-    return (tl.sum(same.to(tl.int32), axis=1) == MPOOL_K).to(tl.int32)
+def _full_groups(group, NG: tl.constexpr, MPOOL_K: tl.constexpr):
+    """1 for the lanes whose group (-1: none, else < NG) holds MPOOL_K lanes of the vector (none
+    holds more), and that flag's maximum. The groups' counts are packed NIB bits apart into int64
+    sums (integer, exact in any order): a few reductions instead of a [32, 32] matrix, whose two
+    orientations of the vector cost layout changes through shared memory."""
+    NIB: tl.constexpr = 4 if MPOOL_K < 16 else 8
+    PER: tl.constexpr = 64 // NIB
+    live = group >= 0
+    g = tl.where(live, group, 0).to(tl.int64)
+    word = g // PER
+    shift = (g - word * PER) * NIB
+    one = tl.where(live, (g * 0 + 1) << shift, 0)  # (a fresh tl.full would impose its own layout)
+    full = live & False
+    for k in tl.static_range((NG + PER - 1) // PER):
+        packed = tl.sum(tl.where(word == k, one, 0))
+        full = full | (live & (word == k) & (((packed >> shift) & ((1 << NIB) - 1)) == MPOOL_K))
+    full = full.to(tl.int32)
+    return full, tl.max(full)
 
 
 @triton.jit
@@ -1199,8 +1226,8 @@ def _merge_pool_pairs(
     if MPOOL_K < K_C:
         tile = _key_tile(best, TILE)
         pair = tl.where(tile >= 0, tile % NG, -1)
-        full = _full_groups(pair, MPOOL_K)
-        if tl.max(full) != 0:
+        full, any_full = _full_groups(pair, NG, MPOOL_K)
+        if any_full != 0:
             p = tl.arange(0, NG)
             hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
             hot_pair = _set_lanes(hp, HOT)
@@ -1282,22 +1309,35 @@ def top32(keys, USE_TL_TOPK: tl.constexpr):
 
 
 @triton.jit
-def _pair_level(x, N: tl.constexpr):
-    """One level of the clause-6.2 tree: slot k = RN64(slot 2k + slot 2k+1)."""
-    a, b = tl.split(tl.reshape(x, [N, 2]))
-    return a + b
+def _one_per_thread(x):
+    """A [32] vector in the layout of tl.arange(0, 32): lane i in thread i of every warp.
+
+    Triton gives a vector the layout of the operation that made it (the merge's bitonic top-k leaves
+    4 lanes in each of 8 threads) and every later operation inherits it; in this layout the finish's
+    per-lane binary64 work runs once per thread, and its reductions, scans, sort and exchanges
+    (_lanes_xor) stay within a warp (shuffles, no shared memory or barrier)."""
+    return tl.gather(x, tl.arange(0, 32), 0)
+
+
+@triton.jit
+def _lanes_xor(x, lane, m: tl.constexpr):
+    """x at lane ^ m for every lane (a butterfly exchange)."""
+    return tl.gather(x, lane ^ m, 0)
+
+
+@triton.jit
+def _tree_level(x, lane, m: tl.constexpr):
+    """One level of the clause-6.2 tree as a butterfly: with slot s's node at lanes s m..s m + m - 1
+    of x, level k's slot s = RN64(slot 2s + slot 2s+1) of the previous level lands at lanes
+    s 2m..s 2m + 2m - 1 (each lane adds its partner's node; RN64 addition commutes, so both orders
+    give the same bits)."""
+    return x + _lanes_xor(x, lane, m)
 
 
 @triton.jit
 def _lane_value(x, lane, k):
     """x[k] as a scalar, by an integer sum with one nonzero term (exact)."""
     return tl.sum(tl.where(lane == k, x, 0))
-
-
-@triton.jit
-def _permute(x, perm):
-    """y[k] = x[i] where perm[i, k]; perm is a permutation matrix, the integer sums are exact."""
-    return tl.sum(tl.where(perm, x[:, None], 0), axis=0)
 
 
 @triton.jit
@@ -1340,6 +1380,8 @@ def finish_row(
     """Everything after C is known (clauses 2.1, 3.3-9, 12.1): ``best`` holds the row's top 32 keys in
     clause-3.1 order (KEY_PAD past K), ``lb`` the candidates' binary32 patterns, the flags the OR over
     the row's tiles (or shards). Writes the row's outputs and, when TRACE, its trace."""
+    best = _one_per_thread(best)
+    lb = _one_per_thread(lb)
     tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
     zero_u = (tb & 0).to(tl.uint64)
     finish_core(
@@ -1413,11 +1455,21 @@ def finish_core(
     (k0, k1, x0..x3 from early_draw); without HAVE_DRAW the draw is made here for sampled rows only."""
     lane = tl.arange(0, 32)
     lane64 = lane.to(tl.int64)
+    lane0 = lane * 0
     valid = best != KEY_PAD
     ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
     n_valid = tl.sum(valid.to(tl.int64))
-    astar = _lane_value(ids, lane, 0)  # clause 3.3
-    mb = _lane_value(lb, lane, 0)
+    astar = tl.gather(ids, lane0, 0)  # clause 3.3, in every lane (one exchange, not a reduction)
+    mb = tl.gather(lb, lane0, 0)  # m's pattern in every lane (one exchange, not a reduction)
+
+    # ---- clause 6.1: slots in ascending token ID; padding sorts last and carries +0. The IDs are
+    # distinct, so sorting ID * 32 + lane orders the slots and leaves each slot's lane in 5 low bits.
+    # (Sorted before clause 5, which it does not depend on, so that the two overlap.)
+    sid = tl.where(valid, ids, (1 << 31) + lane64)
+    order = tl.sort(sid * 32 + lane64)
+    src = (order & 31).to(tl.int32)
+    slot_id = order >> 5
+    slot_valid = lane64 < n_valid
 
     # ---- clause 2.1 status, clause 4.1 greedy
     t_mag = tb & 0x7FFFFFFF
@@ -1443,36 +1495,32 @@ def finish_core(
         e32 = tl.where(valid, e32, 0)
         ev = widen32to64(e32)
 
-    # ---- clause 6.1: slots in ascending token ID; padding sorts last and carries +0
-    sid = tl.where(valid, ids, (1 << 31) + lane64)
-    rank = tl.sum((sid[None, :] < sid[:, None]).to(tl.int32), axis=1)
-    perm = rank[:, None] == lane[None, :]
-    ev = _permute(ev.to(tl.int64, bitcast=True), perm).to(tl.float64, bitcast=True)
-    slot_id = _permute(sid, perm)
-    slot_valid = lane64 < n_valid
+    ev = tl.gather(ev, src, 0)  # in slot order (clause 6.1)
 
-    # ---- clause 6.2: the 5-level binary64 pairwise tree
-    lv1 = _pair_level(ev, 16)
-    lv2 = _pair_level(lv1, 8)
-    lv3 = _pair_level(lv2, 4)
-    lv4 = _pair_level(lv3, 2)
-    lv5 = _pair_level(lv4, 1)
-    s_bits = tl.sum(lv5.to(tl.int64, bitcast=True))  # one element: exact
-    s64 = s_bits.to(tl.float64, bitcast=True)
+    # ---- clause 6.2: the 5-level binary64 pairwise tree (level k's slot s at lanes s 2^k..)
+    lv1 = _tree_level(ev, lane, 1)
+    lv2 = _tree_level(lv1, lane, 2)
+    lv3 = _tree_level(lv2, lane, 4)
+    lv4 = _tree_level(lv3, lane, 8)
+    lv5 = _tree_level(lv4, lane, 16)  # S in every lane
+    s_bits = _lane_value(lv5.to(tl.int64, bitcast=True), lane, 0)
+    p64 = ev / lv5
 
-    # ---- clause 7: p = RN64(e / S), c = floor(p * 2^24), remainder to a*
-    p64 = ev / s64
+    # ---- clause 7: p = RN64(e / S) (above), c = floor(p * 2^24), remainder to a*
     p_bits = p64.to(tl.int64, bitcast=True)
-    counts = tl.where(slot_valid, floor_times_2_24(p64), 0).to(tl.int64)
-    rem = TICKETS - tl.sum(counts)
+    counts = tl.where(slot_valid, floor_times_2_24(p64), 0)  # (int32: the sums stay <= 2^24)
+    c_incl = tl.cumsum(counts, 0)
+    rem = TICKETS - tl.gather(c_incl, lane0 + 31, 0)  # (every lane)
     tickets = counts + tl.where(slot_valid & (slot_id == astar), rem, 0)
+    # clause 9.5's cumulative tickets: a*'s remainder counts from its slot on (slots ascend by ID)
+    incl = c_incl + tl.where(slot_id >= astar, rem, 0)
 
     # ---- clause 8.1: support = slots with tickets > 0, ascending ID, padded with (-1, 0). Each slot
     # is stored straight to its output place: a support entry to its rank among the support, any
     # other slot to the padding places after it, in slot order (the places are a permutation of 0..31)
     sel = slot_valid & (tickets > 0)
     before = tl.cumsum(sel.to(tl.int32), 0)  # support entries in slots 0..k
-    n_sup = tl.sum(sel.to(tl.int32))
+    n_sup = tl.gather(before, lane0 + 31, 0)
     place = tl.where(sel, before - 1, n_sup + lane - before)
 
     # ---- clause 9: Philox only on sampled rows (clauses 2.3, 4.2, 10.3)
@@ -1488,21 +1536,21 @@ def finish_core(
         k0, k1, x0, x1, x2, x3 = draw_block(
             tl.load(seed_ptr + row), tl.load(round_ptr + row), tl.load(pos_ptr + row)
         )
-    u = (x0 >> 8).to(tl.int64)  # clause 9.4
-    incl = tl.cumsum(tickets, 0)
-    hit = ((incl - tickets) <= u) & (u < incl)  # clause 9.5: half-open cumulative intervals
-    drawn = tl.sum(tl.where(hit, slot_id, 0))
+    u = (x0 >> 8).to(tl.int32)  # clause 9.4
+    # clause 9.5: half-open cumulative intervals; they tile [0, 2^24), so exactly one slot holds u
+    hit = ((incl - tickets) <= u) & (u < incl)
 
-    # ---- outputs (clause 12.1); failed rows get the clause-2.3 values
+    # ---- outputs (clause 12.1); failed rows get the clause-2.3 values. A sampled row's token is
+    # stored by its drawn slot's lane, any other row's by lane 0
     failed = status != 0
-    token = tl.where(failed, -1, tl.where(greedy, astar, drawn))
+    token = tl.where(failed, -1, tl.where(greedy, astar, slot_id))
     sup_id = tl.where(sel, slot_id, -1)
     sup_t = tl.where(sel, tickets, 0)
     out_ids = tl.where(failed, -1, tl.where(greedy, tl.where(lane == 0, astar, -1), sup_id))
     out_t = tl.where(failed, 0, tl.where(greedy, tl.where(lane == 0, TICKETS, 0), sup_t))
     place = tl.where(sampled, place, lane)
     tl.store(status_ptr + row, status.to(tl.int32))
-    tl.store(token_ptr + row, token.to(tl.int32))
+    tl.store(token_ptr + row + lane0, token.to(tl.int32), mask=tl.where(sampled, hit, lane == 0))
     tl.store(ids_ptr + row * 32 + place, out_ids.to(tl.int32))
     tl.store(tickets_ptr + row * 32 + place, out_t.to(tl.int32))
 
@@ -1510,31 +1558,31 @@ def finish_core(
         tr = trace_ptr + row * TRACE_WORDS
         path = tl.where(failed, 0, tl.where(greedy, 1, 2))
         tl.store(tr + TR_K, n_valid)
-        tl.store(tr + TR_ARGMAX, astar)
-        tl.store(tr + TR_M, mb)
+        tl.store(tr + TR_ARGMAX, _lane_value(ids, lane, 0))
+        tl.store(tr + TR_M, _lane_value(lb, lane, 0))
         tl.store(tr + TR_S, s_bits)
-        tl.store(tr + TR_R, rem)
+        tl.store(tr + TR_R + lane0, rem.to(tl.int64), mask=lane == 0)
         tl.store(tr + TR_KEY, k0.to(tl.int64))
         tl.store(tr + TR_KEY + 1, k1.to(tl.int64))
         tl.store(tr + TR_BLOCK, x0.to(tl.int64))
         tl.store(tr + TR_BLOCK + 1, x1.to(tl.int64))
         tl.store(tr + TR_BLOCK + 2, x2.to(tl.int64))
         tl.store(tr + TR_BLOCK + 3, x3.to(tl.int64))
-        tl.store(tr + TR_U, u)
+        tl.store(tr + TR_U, u.to(tl.int64))
         tl.store(tr + TR_STATUS, status.to(tl.int64))
         tl.store(tr + TR_PATH, path.to(tl.int64))
         tl.store(tr + TR_FLAGGED, tl.sum((valid & flagged).to(tl.int64)))
         tl.store(tr + TR_MISSED, tl.sum((valid & flagged & (found == 0)).to(tl.int64)))
         tl.store(tr + TR_ORDER + lane, ids)
         tl.store(tr + TR_SLOT_IDS + lane, tl.where(slot_valid, slot_id, -1))
-        tl.store(tr + TR_D + lane, _permute(d32, perm))
-        tl.store(tr + TR_Z + lane, _permute(z32, perm))
-        tl.store(tr + TR_E + lane, _permute(e32, perm))
+        tl.store(tr + TR_D + lane, tl.gather(d32, src, 0))
+        tl.store(tr + TR_Z + lane, tl.gather(z32, src, 0))
+        tl.store(tr + TR_E + lane, tl.gather(e32, src, 0))
         tl.store(tr + TR_P + lane, p_bits)
-        tl.store(tr + TR_COUNTS + lane, counts)
-        tl.store(tr + TR_TICKETS + lane, tickets)
-        tl.store(tr + TR_TREE + tl.arange(0, 16), lv1.to(tl.int64, bitcast=True))
-        tl.store(tr + TR_TREE + 16 + tl.arange(0, 8), lv2.to(tl.int64, bitcast=True))
-        tl.store(tr + TR_TREE + 24 + tl.arange(0, 4), lv3.to(tl.int64, bitcast=True))
-        tl.store(tr + TR_TREE + 28 + tl.arange(0, 2), lv4.to(tl.int64, bitcast=True))
-        tl.store(tr + TR_TREE + 30 + tl.arange(0, 1), lv5.to(tl.int64, bitcast=True))
+        tl.store(tr + TR_COUNTS + lane, counts.to(tl.int64))
+        tl.store(tr + TR_TICKETS + lane, tickets.to(tl.int64))
+        tl.store(tr + TR_TREE + (lane >> 1), lv1.to(tl.int64, bitcast=True), mask=(lane & 1) == 0)
+        tl.store(tr + TR_TREE + 16 + (lane >> 2), lv2.to(tl.int64, bitcast=True), mask=(lane & 3) == 0)
+        tl.store(tr + TR_TREE + 24 + (lane >> 3), lv3.to(tl.int64, bitcast=True), mask=(lane & 7) == 0)
+        tl.store(tr + TR_TREE + 28 + (lane >> 4), lv4.to(tl.int64, bitcast=True), mask=(lane & 15) == 0)
+        tl.store(tr + TR_TREE + 30 + (lane >> 5), lv5.to(tl.int64, bitcast=True), mask=lane == 0)
