@@ -26,7 +26,7 @@ row (clause 2.4); the only atomic is FUSED's per-row arrival counter, which deci
 merges, never what the merge computes.
 """
 
-from dyadic24.kernels.backend import select_backend
+from dyadic24.kernels.backend import interpreting, select_backend
 
 select_backend()
 
@@ -82,6 +82,9 @@ SK_POS_INF = tl.constexpr(0x7F800000)  # value key of +inf
 SK_NEG_INF = tl.constexpr(-2139095041)  # value key of -inf (0xFF800000 ^ 0x7FFFFFFF as int32)
 K_C = tl.constexpr(32)  # clause 3.2: at most 32 candidates
 SMALL_SEL = tl.constexpr(64)  # _tile_fast: a tile with at most this many selected sorts 64 lanes
+# the finish's slot order by exact ranks in the kernels without a BY_COUNT plan choice (finish_kernel,
+# finish_row) when interpreted: the same permutation as tl.sort, which the interpreter runs slowly
+ORDER_BY_COUNT = tl.constexpr(interpreting())
 PACK = tl.constexpr(16)  # two counts < 2^15 share one int32 reduction (low: strict, high: ties)
 PACK_MASK = tl.constexpr(0xFFFF)
 PACK_LIMIT = tl.constexpr(1 << 15)
@@ -780,7 +783,7 @@ def _merge_row(
         _finish_best(
             logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
             tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
-            TAB_ITERS, TRACE, SRC, True,
+            TAB_ITERS, TRACE, SRC, True, BY_COUNT,
         )  # fmt: skip
     else:
         tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
@@ -788,7 +791,7 @@ def _merge_row(
         _finish_best(
             logits_ptr, best, fmax, row, V, tb, zero_u, zero_u, zero_u, zero_u, zero_u, zero_u, seed_ptr,
             round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr,
-            trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, SRC, False,
+            trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, SRC, False, BY_COUNT,
         )  # fmt: skip
 
 
@@ -847,6 +850,7 @@ def _finish_best(
     TRACE: tl.constexpr,
     SRC: tl.constexpr,
     HAVE_DRAW: tl.constexpr,
+    BY_COUNT: tl.constexpr,
 ):
     """finish_core from C (``best``) and the maximum flag word of the row's tiles."""
     best = _one_per_thread(best)
@@ -860,7 +864,7 @@ def _finish_best(
     finish_core(
         row, best, lb, (fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb, k0, k1, x0, x1, x2, x3,
         seed_ptr, round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr,
-        tickets_ptr, trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, HAVE_DRAW,
+        tickets_ptr, trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, HAVE_DRAW, BY_COUNT,
     )  # fmt: skip
 
 
@@ -910,7 +914,7 @@ def finish_kernel(
     _finish_best(
         logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
-        TAB_ITERS, TRACE, SRC, EARLY_DRAW,
+        TAB_ITERS, TRACE, SRC, EARLY_DRAW, ORDER_BY_COUNT,
     )  # fmt: skip
 
 
@@ -1387,7 +1391,7 @@ def finish_row(
     finish_core(
         row, best, lb, any_nan, any_pinf, any_live, tb, zero_u, zero_u, zero_u, zero_u, zero_u, zero_u,
         seed_ptr, round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr,
-        trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, False,
+        trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, False, ORDER_BY_COUNT,
     )  # fmt: skip
 
 
@@ -1450,6 +1454,7 @@ def finish_core(
     TAB_ITERS: tl.constexpr,
     TRACE: tl.constexpr,
     HAVE_DRAW: tl.constexpr,
+    BY_COUNT: tl.constexpr,
 ):
     """finish_row with the temperature bits ``tb`` given and, when HAVE_DRAW, the row's draw words
     (k0, k1, x0..x3 from early_draw); without HAVE_DRAW the draw is made here for sampled rows only."""
@@ -1466,7 +1471,11 @@ def finish_core(
     # distinct, so sorting ID * 32 + lane orders the slots and leaves each slot's lane in 5 low bits.
     # (Sorted before clause 5, which it does not depend on, so that the two overlap.)
     sid = tl.where(valid, ids, (1 << 31) + lane64)
-    order = tl.sort(sid * 32 + lane64)
+    if BY_COUNT:  # the same order from exact integer ranks (Triton's interpreter runs tl.sort slowly)
+        rank = tl.sum((sid[None, :] < sid[:, None]).to(tl.int32), axis=1)
+        order = tl.sum(tl.where(rank[:, None] == lane[None, :], (sid * 32 + lane64)[:, None], 0), axis=0)
+    else:
+        order = tl.sort(sid * 32 + lane64)
     src = (order & 31).to(tl.int32)
     slot_id = order >> 5
     slot_valid = lane64 < n_valid
