@@ -101,6 +101,16 @@ PLANS: dict[str, dict[str, Any]] = {
     "F-t8192-w8": {"fused": True, "tile": 8192, "num_warps": 8},
     "F-w8": {"fused": True, "num_warps": 8},
     "2L-quads": {**_2L, "maxnreg": 0, "pool_quads": True},
+    # session 8: B = 8 and 16 (320 and 640 programs): the fused form with register caps (231 registers
+    # uncapped: two 4-warp programs per SM; 128: four; 96: five) against the two-launch form's caps
+    "F-r128": {"fused": True, "maxnreg": 128},
+    "F-r96": {"fused": True, "maxnreg": 96},
+    "F-r80": {"fused": True, "maxnreg": 80},
+    "2L-r128": {**_2L, "maxnreg": 128},
+    "2L-r96": {**_2L, "maxnreg": 96},
+    "2L-r80": {**_2L, "maxnreg": 80},
+    "2L-r112": {**_2L, "maxnreg": 112},
+    "F-r168": {"fused": True, "maxnreg": 168},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip
@@ -111,7 +121,8 @@ CALL2 = (
 GREEDY_PLANS = (
     "extract-2L-t4096-w4", "thr-2L-t4096-w4", "thr-F-t4096-w4", "thr-F-t4096-w4-nogf", "thr-F-t2048-w4",
     "thr-3L-t4096-w4-f1", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4", *CALL3, "fast-r96", "fast-r64",
-    "default", "F-warp", "2L-warp", "F-untagged",
+    "default", "F-warp", "2L-warp", "F-untagged", "F-w4", "F-r128", "F-r96", "F-r80", "2L-r128", "2L-r96",
+    "2L-r80", "2L-r112", "F-r168",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
                "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip

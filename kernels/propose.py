@@ -58,9 +58,13 @@ TAGGED_ARRIVAL = True  # the fused form's tagged arrival (tile_kernel: no releas
 # last program's path, the merge's loads before the arrival)
 TAG_MAX_VOCAB = 1 << 24  # tagged keys need IDs below 2^24 (the tag shares the ID word)
 MERGE_POOL_MIN_K = 4  # below this many keys per tile the merge starts with the full threshold path
-FUSED_MAX_BATCH = 4  # default_fused: one launch per position up to this batch size (H200, session
-# 3: 60.1 vs 71.7 us at B = 1 and 64.9 vs 75.2 at B = 4 for two launches; at B = 8 two launches with
-# TILE_MAXNREG win, 81.9 vs 88.2)
+FUSED_MAX_BATCH = 8  # default_fused: one launch per position up to this batch size (H200, session
+# 3: 60.1 vs 71.7 us at B = 1 and 64.9 vs 75.2 at B = 4 for two launches; session 8: at B = 8 one
+# launch capped at FUSED_MAXNREG 56.2 vs 58.1 us, at B = 16 75.5 vs 70.7; benchmarks/NOTES.md item 53)
+FUSED_MAXNREG = 128  # register cap of the fused form above FUSED_UNCAPPED_BATCH rows: 4 programs per SM
+# instead of 2 (231 registers uncapped), so B = 8's 320 programs are resident at once (H200, session 8,
+# B = 8: 59.4 against 66.4 uncapped; B = 4: 48.4 either way)
+FUSED_UNCAPPED_BATCH = 4
 TILE_MAXNREG = 64  # register cap of the two-launch tile kernel (more programs per SM): at B = 256
 # 623 vs 1095 us sampled and 286 vs 517 greedy, at B = 64 239 vs 346 and 93 vs 151
 FUSED = False  # one launch per position at every batch size
@@ -96,7 +100,7 @@ class Plan:
     a 16-byte load per thread, and a thread's elements fit one 32-bit selection mask); ``merge_pool``:
     keys of the merge's first try, the leading keys of every tile (``pool_shape``; 0 disables it);
     ``maxnreg``: register cap of the tile kernel (None: none; ``for_shape``'s default 0 means
-    TILE_MAXNREG for the two-launch form, none for the fused one). ``launches`` is the number of
+    default_maxnreg(batch, fused)). ``launches`` is the number of
     launches per position.
     ``by_count``: the column-group tile and the pooled merge order their candidates by exact integer
     count matrices instead of Triton's bitonic top-k (same bits; ``for_shape``'s default under
@@ -229,8 +233,8 @@ class Plan:
             early_draw = FUSED_EARLY_DRAW if fused else EARLY_DRAW
         if bound_retry is None:  # the default: only in the fused form
             bound_retry = BOUND_RETRY and fused
-        if maxnreg == 0:  # the default: the cap for the two-launch form's tile kernel
-            maxnreg = None if fused else TILE_MAXNREG
+        if maxnreg == 0:  # the default: default_maxnreg
+            maxnreg = default_maxnreg(batch, fused)
         if num_warps is None:
             num_warps = default_warps(batch)
         for name, value in (("tile", tile), ("chunk", chunk), ("groups", groups), ("pool", pool)):
@@ -289,6 +293,14 @@ def default_warps(batch: int, interpreter: bool | None = None) -> int:
     if interpreter:
         return NUM_WARPS
     return WIDE_WARPS if batch <= WIDE_MAX_BATCH else NUM_WARPS
+
+
+def default_maxnreg(batch: int, fused: bool) -> int | None:
+    """The default register cap of the tile kernel: TILE_MAXNREG for the two-launch form (more tile
+    programs per SM), FUSED_MAXNREG for the fused form above FUSED_UNCAPPED_BATCH rows, else none."""
+    if not fused:
+        return TILE_MAXNREG
+    return FUSED_MAXNREG if batch > FUSED_UNCAPPED_BATCH else None
 
 
 def default_fused(batch: int) -> bool:

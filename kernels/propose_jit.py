@@ -410,14 +410,37 @@ def _tile_part(
 
 
 @triton.jit
-def _column_counts(sk, inb, theta, NT: tl.constexpr, GW: tl.constexpr):
-    """Elements above theta (gt) and at theta (eq), per column group as packed counts (low half gt,
-    high half eq) and over the tile: (gt, eq, pc, n_gt, n_eq)."""
-    gt = sk > theta
-    eq = inb & (sk == theta)
-    pc = tl.sum(tl.reshape(tl.sum(gt.to(tl.int32) + (eq.to(tl.int32) << PACK), axis=0), [NT, GW]), axis=1)
-    both = tl.sum(pc)
-    return gt, eq, pc, both & PACK_MASK, both >> PACK
+def _group_bits(x, NT: tl.constexpr, GW: tl.constexpr):
+    """Per column group of an [R, GW NT] tile (one thread's R x GW elements): the sum of x over the
+    group's elements, which is their OR when x holds distinct powers of two (_tile_fast's ``bit``)."""
+    return tl.sum(tl.reshape(tl.sum(x, axis=0), [NT, GW]), axis=1)
+
+
+@triton.jit
+def _popc32(x):
+    """Set bits of int32 patterns (SWAR integer operations: exact under the interpreter, no libdevice)."""
+    u = x.to(tl.uint32, bitcast=True)
+    u = u - ((u >> 1) & 0x55555555)
+    u = (u & 0x33333333) + ((u >> 2) & 0x33333333)
+    u = (u + (u >> 4)) & 0x0F0F0F0F
+    u = u + (u >> 8)
+    u = u + (u >> 16)
+    return (u & 0x3F).to(tl.int32)
+
+
+@triton.jit
+def _column_masks(sk, inb, theta, bit, NT: tl.constexpr, GW: tl.constexpr):
+    """The elements above theta (gtb) and at theta (eqb) as one bit mask per column group (bit GW r + j
+    for the group's element in row r, column j), their per-group counts and the tile's totals:
+    (gtb, eqb, c_gt, c_eq, n_gt, n_eq). Masks instead of per-element flags: nothing per element stays
+    live past this point (the flags had held ~550 instructions of each warp's ~1,430 in the
+    register-capped tile, H200 ncu), and the counts are the masks' popcounts."""
+    gtb = _group_bits(tl.where(sk > theta, bit, 0), NT, GW)
+    eqb = _group_bits(tl.where(inb & (sk == theta), bit, 0), NT, GW)
+    c_gt = _popc32(gtb)
+    c_eq = _popc32(eqb)
+    both = tl.sum(c_gt + (c_eq << PACK))
+    return gtb, eqb, c_gt, c_eq, both & PACK_MASK, both >> PACK
 
 
 @triton.jit
@@ -523,35 +546,36 @@ def _tile_fast(
             theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
         else:
             theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
-        gt, eq, pc, n_gt, n_eq = _column_counts(sk, inb, theta, NT, GW)
+        bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
+        gtb, eqb, c_gt, c_eq, n_gt, n_eq = _column_masks(sk, inb, theta, bit, NT, GW)
         if WARP_BOUND and RETRY and not BY_COUNT:  # noqa: SIM102 (constexpr condition, then a runtime one)
             if n_gt > FCAP:
                 # the per-warp bound is weak when the large values sit in a few warps' columns (a
                 # vocabulary's likely tokens sharing an ID range): the exact bound before _tile_part
                 theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
-                gt, eq, pc, n_gt, n_eq = _column_counts(sk, inb, theta, NT, GW)
+                gtb, eqb, c_gt, c_eq, n_gt, n_eq = _column_masks(sk, inb, theta, bit, NT, GW)
+        col = tl.arange(0, NT)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
-            sel = gt
-            cnt = pc & PACK_MASK
+            bits = gtb
+            cnt = c_gt
             n_sel = n_gt
         elif n_gt + n_eq <= FCAP:
-            sel = gt | eq
-            cnt = (pc & PACK_MASK) + (pc >> PACK)
+            bits = gtb | eqb
+            cnt = c_gt + c_eq
             n_sel = n_gt + n_eq
         else:
-            # many ties at theta (e.g. a -inf mask): keep the lowest-ID ones, bounded by phi
-            tmin = tl.min(tl.reshape(tl.min(tl.where(eq, loc, TILE), axis=0), [NT, GW]), axis=1)
-            sel = gt | (eq & (loc <= _kth32_smallest(tmin)))
-            cnt = tl.sum(tl.reshape(tl.sum(sel.to(tl.int32), axis=0), [NT, GW]), axis=1)
+            # many ties at theta (e.g. a -inf mask): keep the lowest-ID ones, bounded by phi = the 32nd
+            # smallest of the columns' lowest tie indices (a column's lowest tie is its mask's lowest
+            # bit: within a column the index grows with the bit)
+            lo = _bit_index(eqb & -eqb)
+            tmin = tl.where(eqb != 0, (lo // GW) * (NT * GW) + col * GW + (lo % GW), TILE)
+            bits = gtb | (eqb & _group_bits(tl.where(loc <= _kth32_smallest(tmin), bit, 0), NT, GW))
+            cnt = _popc32(bits)
             n_sel = tl.sum(cnt)
         if n_sel <= FCAP:
             s_idx = scratch_ptr + pid * FCAP
-            # bit GW r + j of a group's mask: distinct powers of two, so the sums are ORs
-            bit = tl.where(sel, 1 << (rr * GW + (cc & (GW - 1))), 0)
-            bits = tl.sum(tl.reshape(tl.sum(bit, axis=0), [NT, GW]), axis=1)
             slot = tl.cumsum(cnt, 0) - cnt
             kmax = tl.max(cnt)
-            col = tl.arange(0, NT)
             n = kmax * 0
             while n < kmax:
                 lowbit = bits & -bits

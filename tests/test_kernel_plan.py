@@ -40,11 +40,15 @@ def test_pool_off_for_extraction_and_zero_pool() -> None:
     assert kp.Plan.for_shape(1, 163_840, merge_pool=0).pool_shape == (0, 0)
 
 
-@pytest.mark.parametrize("batch", [1, 4, 5, 8, 64, 256])
+@pytest.mark.parametrize("batch", [1, 4, 5, 8, 9, 16, 64, 256])
 def test_batch_defaults(batch: int) -> None:
     plan = kp.Plan.for_shape(batch, 163_840)
     assert plan.fused == (batch <= kp.FUSED_MAX_BATCH)
-    assert plan.maxnreg == (None if plan.fused else kp.TILE_MAXNREG)
+    assert plan.maxnreg == kp.default_maxnreg(batch, plan.fused)
+    if not plan.fused:
+        assert plan.maxnreg == kp.TILE_MAXNREG
+    else:
+        assert plan.maxnreg == (kp.FUSED_MAXNREG if batch > kp.FUSED_UNCAPPED_BATCH else None)
     assert plan.launches == (1 if plan.fused else 2)
     assert kp.Plan.for_shape(batch, 163_840, fused=False, maxnreg=None).maxnreg is None
     assert plan.early_draw == (kp.FUSED_EARLY_DRAW if plan.fused else kp.EARLY_DRAW)
