@@ -103,7 +103,8 @@ def test_pool_pairs_need_two_pooled_tiles(vocab: int, paired: bool) -> None:
         (4, 262_144, {}, True),  # 64 tiles: the flags fit one FLAG_CHUNK
         (4, 300_000, {}, False),  # 74 tiles: more flag words than one chunk
         (1, 163_840, {"tagged": False}, False),
-        (8, 163_840, {}, False),  # two launches: no arrival
+        (8, 163_840, {}, True),  # the fused form, register-capped
+        (16, 163_840, {}, False),  # two launches: no arrival
         (1, 4097, {"tile": 4096}, True),  # two pooled tiles
         (1, 4096, {}, False),  # one tile: no pairs
         (1, (1 << 24) + 1, {"tile": 16384, "merge_pool": 1 << 14}, False),  # 1025 tiles, IDs past 2^24
