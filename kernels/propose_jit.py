@@ -1496,7 +1496,7 @@ def finish_core(
     # (Sorted before clause 5, which it does not depend on, so that the two overlap.)
     sid = tl.where(valid, ids, (1 << 31) + lane64)
     if BY_COUNT:  # the same order from exact integer ranks (Triton's interpreter runs tl.sort slowly)
-        rank = tl.sum((sid[None, :] < sid[:, None]).to(tl.int32), axis=1)
+        rank = _rank_desc(-sid, lane >= 0)  # ascending: the descending rank of -ID
         order = tl.sum(tl.where(rank[:, None] == lane[None, :], (sid * 32 + lane64)[:, None], 0), axis=0)
     else:
         order = tl.sort(sid * 32 + lane64)

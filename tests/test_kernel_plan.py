@@ -44,7 +44,6 @@ def test_pool_off_for_extraction_and_zero_pool() -> None:
 def test_batch_defaults(batch: int) -> None:
     plan = kp.Plan.for_shape(batch, 163_840)
     assert plan.fused == (batch <= kp.FUSED_MAX_BATCH)
-    assert plan.maxnreg == kp.default_maxnreg(batch, plan.fused)
     if not plan.fused:
         assert plan.maxnreg == kp.TILE_MAXNREG
     else:
