@@ -1,9 +1,11 @@
-"""Timeline of one proposal position inside the fused kernel: where the dependent chain spends its time.
+"""Timeline of one proposal position: where the dependent chain spends its time.
 
-    python benchmarks/probe_timeline.py --out DIR [--batches 1,4] [--calls 50]
+    python benchmarks/probe_timeline.py --out DIR [--batches 1,4] [--calls 50] [--fused]
 
 A copy of kernels/propose_jit.py with clock reads inserted at fixed points (``POINTS``) is imported as
-a separate module and launched through propose.launch with the default fused plan. Each read is an
+a separate module and launched through propose.launch with the default plan (the two-launch form with
+the polling merge since session 9; --fused: the fused form, whose tile programs also time their
+arrival). Each read is an
 inline-PTX ``%globaltimer`` / ``%clock64`` predicated on a value computed by the stage before it, so
 it cannot issue before that stage's result exists (a read without a data dependence may be hoisted by
 ptxas). Tile programs write their points to probe[pid, :], the merging program to probe[65536 + row,
@@ -51,12 +53,13 @@ def _probe(ptr, slot, dep):
 _T = f"trace_ptr + pid * {ROW}"  # a tile program's row of the probe buffer, in tile_kernel
 _P = f"probe_ptr + pid * {ROW}"  # the same, inside _tile_fast
 _M = f"trace_ptr + ({MERGE_BASE} + row) * {ROW}"  # the merging program's row
-_PID = "    pid = tl.program_id(0).to(tl.int64)\n    row = pid // n_tiles\n    tile = pid - row * n_tiles\n"
+_PID = "    row = pid // n_tiles\n    tile = pid - row * n_tiles\n"
+_MERGE_START = '        word = tl.load(counter_ptr + row, cache_modifier=".cg")\n'
 _ARRIVE = (
     '            arrived = tl.atomic_add(counter_ptr + row, 1, sem="relaxed", scope="gpu")\n'  # (tagged)
 )
 _VALIDATED = "            MPOOL_T, MPOOL_K, STALE_FIRST,\n        )  # fmt: skip\n"
-RELOADS = 17  # slot of the merge's reload count (+ 1), not a clock
+RELOADS = 18  # slot of the merge's reload count (+ 1), not a clock
 # (name, anchor line(s) in propose_jit.py, statement inserted after it; "@" = the anchor's indentation)
 POINTS: list[tuple[str, str, str]] = [
     ("tile start", _PID, f"@_probe({_T}, 0, pid)\n"),
@@ -126,6 +129,8 @@ POINTS: list[tuple[str, str, str]] = [
         "    tl.store(tickets_ptr + row * 32 + place, out_t.to(tl.int32))\n",
         f"@_probe({_M}, 16, tl.load(tickets_ptr + row * 32 + 31))\n",
     ),
+    # (the two-launch form's merge program, before its first load of the tiles' words)
+    ("merge program start", _MERGE_START, f"@_probe({_M}, 17, word)\n"),
 ]
 _PARAMS = "    pid,\n    row,\n    tile,\n    V,\n    greedy_fast,\n    ktag,\n    ftag,\n"
 _CALL = (
@@ -159,12 +164,12 @@ def load_probed() -> Any:
     return mod
 
 
-def run(batch: int, vocab: int, calls: int) -> dict[str, Any]:
+def run(batch: int, vocab: int, calls: int, fused: bool) -> dict[str, Any]:
     dev = torch.device("cuda")
     gen = torch.Generator(device=dev).manual_seed(7)
     logits = [torch.randn((batch, vocab), device=dev, generator=gen) * 3 for _ in range(8)]
     big = torch.empty(64 << 20, dtype=torch.int8, device=dev)  # evicts L2 between calls
-    plan = kp.Plan.for_shape(batch, vocab)
+    plan = kp.Plan.for_shape(batch, vocab, fused=fused)
     ws = kp.make_workspace(batch, vocab, dev, plan.tile, cap=plan.scratch_width, mcap=plan.mcap)
     tab = kp.prepare(dev)
     outs = kp.make_outputs(batch, dev)
@@ -205,7 +210,7 @@ def run(batch: int, vocab: int, calls: int) -> dict[str, Any]:
                 if ok.any():
                     glob[name].append(float(np.median(mt[ok] - start)))
                     cyc[name].append(float(np.median(mk[ok] - k[MERGE_BASE : MERGE_BASE + batch, 7][ok])))
-        last_arrival = tiles_t[:, 6].max() - start
+        last_arrival = tiles_t[:, 6 if plan.fused else 5].max() - start  # (two launches: last store)
         glob.setdefault("last tile arrived", []).append(float(last_arrival))
         counts = t[MERGE_BASE : MERGE_BASE + batch, RELOADS]
         reloads.extend(int(c) - 1 for c in counts if c > 0)
@@ -228,13 +233,14 @@ def main() -> int:
     ap.add_argument("--batches", default="1,4")
     ap.add_argument("--vocab", type=int, default=163_840)
     ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--fused", action="store_true", help="the fused form (default: the default plan)")
     ap.add_argument("--source", action="store_true", help="print the probed source and exit (CPU)")
     args = ap.parse_args()
     if args.source:
         print(probed_source())
         return 0
     setattr(kp, "propose_jit", load_probed())  # noqa: B010 (launch() reads its kernels from this attribute)
-    runs = [run(int(b), args.vocab, args.calls) for b in args.batches.split(",")]
+    runs = [run(int(b), args.vocab, args.calls, args.fused) for b in args.batches.split(",")]
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "runs": runs}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "probe_timeline.json").write_text(json.dumps(report, indent=1) + "\n")

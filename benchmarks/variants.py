@@ -111,6 +111,20 @@ PLANS: dict[str, dict[str, Any]] = {
     "2L-r80": {**_2L, "maxnreg": 80},
     "2L-r112": {**_2L, "maxnreg": 112},
     "F-r168": {"fused": True, "maxnreg": 168},
+    "2L": {**_2L, "maxnreg": 0},
+    "2L-m1": {**_2L, "maxnreg": 0, "merge_warps": 1},
+    "2L-m2": {**_2L, "maxnreg": 0, "merge_warps": 2},
+    "2L-pdl": {**_2L, "maxnreg": 0, "pdl": True},
+    "2L-pdl-m1": {**_2L, "maxnreg": 0, "pdl": True, "merge_warps": 1},
+    "2L-pdl-m2": {**_2L, "maxnreg": 0, "pdl": True, "merge_warps": 2},
+    "2L-poll": {**_2L, "maxnreg": 0, "pdl": True, "poll": True},
+    "2L-pdl-r0": {**_2L, "maxnreg": None, "pdl": True},
+    "2L-poll-r0": {**_2L, "maxnreg": None, "pdl": True, "poll": True},
+    "2L-pdl-r80": {**_2L, "maxnreg": 80, "pdl": True},
+    "2L-poll-r80": {**_2L, "maxnreg": 80, "pdl": True, "poll": True},
+    "2L-pdl-m8": {**_2L, "maxnreg": 0, "pdl": True, "merge_warps": 8},
+    "2L-poll-noretry": {**_2L, "maxnreg": 0, "bound_retry": False},
+    "F-prev": {"fused": True},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip
@@ -122,7 +136,9 @@ GREEDY_PLANS = (
     "extract-2L-t4096-w4", "thr-2L-t4096-w4", "thr-F-t4096-w4", "thr-F-t4096-w4-nogf", "thr-F-t2048-w4",
     "thr-3L-t4096-w4-f1", "thr-2L-t8192-w8-m4", "thr-2L-t4096-w8-m4", *CALL3, "fast-r96", "fast-r64",
     "default", "F-warp", "2L-warp", "F-untagged", "F-w4", "F-r128", "F-r96", "F-r80", "2L-r128", "2L-r96",
-    "2L-r80", "2L-r112", "F-r168",
+    "2L-r80", "2L-r112", "F-r168", "2L", "2L-m1", "2L-m2", "2L-pdl", "2L-pdl-m1", "2L-pdl-m2",
+    "2L-poll", "2L-pdl-r0", "2L-poll-r0", "2L-pdl-r80", "2L-poll-r80", "2L-pdl-m8",
+    "2L-poll-noretry", "F-prev",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
                "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip

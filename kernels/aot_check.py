@@ -195,7 +195,8 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "FAST": kp.FAST_TILE and threshold, "NT": 32 * kp.NUM_WARPS, "FCAP": kp.FCAP,
                         "BY_COUNT": False, "WARP_BOUND": kp.WARP_BOUND, **pool,
                         "RETRY": kp.BOUND_RETRY and fused,
-                        "TAGGED": fused and threshold and kp.TAGGED_ARRIVAL, "STALE_FIRST": 0,
+                        "TAGGED": (fused or kp.MERGE_POLL) and threshold and kp.TAGGED_ARRIVAL,
+                        "STALE_FIRST": 0, "PDL": not fused and kp.PDL_MERGE,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
@@ -210,14 +211,20 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
             for threshold, topk in methods:
                 sig = {
                     "logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "mscratch_ptr": "*i64",
-                    "best_ptr": "*i64", **common, "trace_ptr": "*i64" if trace else "*i32",
+                    "best_ptr": "*i64", "counter_ptr": "*i32", **common,
+                    "trace_ptr": "*i64" if trace else "*i32",
                     "V": "i32", "n_tiles": "i32", "tau_bits": "i32", "tab_n": "i32",
                 }  # fmt: skip
                 for split in (False, True) if threshold else (False,):
+                    poll = kp.MERGE_POLL and kp.TAGGED_ARRIVAL and threshold and not split
                     consts = {
                         **sizes, "TRACE": trace, "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold,
-                        "GREEDY_FAST": kp.GREEDY_FAST, "EARLY_DRAW": kp.EARLY_DRAW, "SPLIT": split,
+                        "GREEDY_FAST": kp.GREEDY_FAST, "SPLIT": split,
                         "BY_COUNT": False, **(pool if threshold else no_pool), "TILE": kp.TILE,
+                        # the default two-launch merge polls tagged words (as the fused form, whose
+                        # early draw it takes) and is a programmatic dependent launch
+                        "EARLY_DRAW": kp.FUSED_EARLY_DRAW if poll else kp.EARLY_DRAW,
+                        "PDL": kp.PDL_MERGE and not split, "TAGGED": poll, "STALE_FIRST": 0,
                     }  # fmt: skip
                     name = (
                         f"merge/src{src}{'/trace' if trace else ''}{'/split' if split else ''}"

@@ -11,6 +11,7 @@ fake implementation, so torch.compile'd graphs can call it.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,8 +49,10 @@ FAST_TILE = True  # per-thread groups, bitonic top-k bound, compaction scan over
 FCAP = 128  # compaction slots of the fast tile path (more: the GROUPS / CAP path)
 MERGE_POOL = 512  # keys the merge's first try reads (the first POOL_K of every tile)
 BOUND_RETRY = True  # the fused form's column-group tile retries with the exact bound (clustered rows
-# with 8 warps: H200, B = 1 78.1 -> 67.1 us); not the register-capped two-launch tile kernel, where it
-# cost B = 256 561.6 against 527.3 us and B = 64 199.7 against 190.6 (benchmarks/NOTES.md item 36)
+# with 8 warps: H200, B = 1 78.1 -> 67.1 us); not the two-launch tile kernel: capped, it cost B = 256
+# 561.6 against 527.3 us and B = 64 199.7 against 190.6 (benchmarks/NOTES.md item 36); uncapped (the
+# default up to B = 8 since session 9) B = 8 62.4 against 52.1 and no gain at B = 1 / 4, clustered
+# rows included (item 59)
 PAIR_POOL = True  # the merge halves its pool by pairing tiles first (_merge_pool_pairs)
 POOL_QUADS = False  # the merge halves the paired pool once more (quads of tiles, _fold_quads):
 # H200, B = 4 56.7 against 58.4 us, but B = 1 51.8 against 51.2, B = 2 54.0 against 52.8 and
@@ -58,13 +61,18 @@ TAGGED_ARRIVAL = True  # the fused form's tagged arrival (tile_kernel: no releas
 # last program's path, the merge's loads before the arrival)
 TAG_MAX_VOCAB = 1 << 24  # tagged keys need IDs below 2^24 (the tag shares the ID word)
 MERGE_POOL_MIN_K = 4  # below this many keys per tile the merge starts with the full threshold path
-FUSED_MAX_BATCH = 8  # default_fused: one launch per position up to this batch size (H200, session
-# 3: 60.1 vs 71.7 us at B = 1 and 64.9 vs 75.2 at B = 4 for two launches; session 8: at B = 8 one
-# launch capped at FUSED_MAXNREG 56.2 vs 58.1 us, at B = 16 75.5 vs 70.7; benchmarks/NOTES.md item 53)
+FUSED_MAX_BATCH = 0  # default_fused: one launch per position up to this batch size. Sessions 3-8 took
+# it up to B = 8 (session 8, H200: at B = 8 56.2 against 58.1 us for two launches); since session 9 the
+# two-launch form with a programmatic dependent, polling merge wins at every B measured (PDL_MERGE,
+# MERGE_POLL; H200, B = 1 / 4 / 8 41.9 / 46.9 / 52.2 against 43.6 / 48.3 / 55.9, clustered rows 56.5 /
+# 60.5 / 65.8 against 58.5 / 63.3 / 73.6; benchmarks/NOTES.md items 57-58)
 FUSED_MAXNREG = 128  # register cap of the fused form above FUSED_UNCAPPED_BATCH rows: 4 programs per SM
 # instead of 2 (231 registers uncapped), so B = 8's 320 programs are resident at once (H200, session 8,
 # B = 8: 59.4 against 66.4 uncapped; B = 4: 48.4 either way)
 FUSED_UNCAPPED_BATCH = 4
+TILE_UNCAPPED_BATCH = 8  # up to this many rows the two-launch tile kernel is uncapped (session 9, H200,
+# polled merge: B = 1 / 4 / 8 41.9 / 46.9 / 52.2 uncapped against 42.6 / 47.4 / 53.3 at 64 registers;
+# B = 16 70.7 against 66.0: 640 programs need more per SM)
 TILE_MAXNREG = 64  # register cap of the two-launch tile kernel (more programs per SM): at B = 256
 # 623 vs 1095 us sampled and 286 vs 517 greedy, at B = 64 239 vs 346 and 93 vs 151
 FUSED = False  # one launch per position at every batch size
@@ -76,6 +84,11 @@ FUSED_EARLY_DRAW = True  # the same in the fused kernel: H200, B = 1, 62.9 -> 61
 SPLIT_FINISH = False  # a third launch, with FINISH_WARPS warps, runs the finish: measured +1-2 % at
 # B <= 4, -1 % at B = 256
 FINISH_WARPS = 1
+PDL_MERGE = True  # the two-launch merge as a programmatic dependent launch of the tile kernel (sm_90
+# and later): its programs are resident before the tile grid ends (H200, session 9: -0.8 us per
+# position at every B; benchmarks/NOTES.md item 57)
+MERGE_POLL = True  # the two-launch merge polls the tile programs' tagged words instead of waiting for
+# the tile grid to end (H200, session 9: a further -0.2 to -0.8 us per position; item 58)
 LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # clause 1.2
 _SRC_KIND = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # ieee_jit.SRC_*
 Outputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -118,6 +131,10 @@ class Plan:
     arrivals (``tags``: only with a paired pool, at most FLAG_CHUNK tiles and V <= 2^24;
     tile_kernel's docstring); ``stale_first`` (tests only; bits 1, 2, 4: the pool's keys, the flags,
     the hot pairs' lists) makes the merge's first look see stale words of those kinds.
+    ``pdl``: the two-launch merge is a programmatic dependent launch of the tile kernel (its programs
+    are scheduled once every tile program has started; not under the interpreter, and only on
+    devices of compute capability 9.0 or later); ``poll``: the two-launch merge polls the tile
+    programs' tagged words (``tags``) instead of waiting for the tile grid's end (merge_kernel).
     """
 
     batch: int
@@ -148,6 +165,8 @@ class Plan:
     tagged: bool = TAGGED_ARRIVAL
     stale_first: int = 0
     pool_quads: bool = POOL_QUADS
+    pdl: bool = False
+    poll: bool = False
 
     @property
     def launches(self) -> int:
@@ -186,7 +205,7 @@ class Plan:
         """Whether the fused form uses the tagged arrival (``tagged`` where it applies)."""
         return (
             self.tagged
-            and self.fused
+            and (self.fused or self.poll)
             and self.pool_pairs
             and self.n_tiles <= FLAG_CHUNK
             and self.vocab <= TAG_MAX_VOCAB
@@ -222,6 +241,8 @@ class Plan:
         tagged: bool = TAGGED_ARRIVAL,
         stale_first: int = 0,
         pool_quads: bool = POOL_QUADS,
+        pdl: bool | None = None,
+        poll: bool | None = None,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile,
         default_warps)."""
@@ -229,12 +250,13 @@ class Plan:
             tile = default_tile(batch)
         if fused is None:
             fused = default_fused(batch)
+        poll = (MERGE_POLL if poll is None else poll) and not fused and not split_finish
         if early_draw is None:
-            early_draw = FUSED_EARLY_DRAW if fused else EARLY_DRAW
-        if bound_retry is None:  # the default: only in the fused form
-            bound_retry = BOUND_RETRY and fused
+            early_draw = FUSED_EARLY_DRAW if fused or poll else EARLY_DRAW
         if maxnreg == 0:  # the default: default_maxnreg
             maxnreg = default_maxnreg(batch, fused)
+        if bound_retry is None:  # the default: only in the fused form
+            bound_retry = BOUND_RETRY and fused
         if num_warps is None:
             num_warps = default_warps(batch)
         for name, value in (("tile", tile), ("chunk", chunk), ("groups", groups), ("pool", pool)):
@@ -253,6 +275,8 @@ class Plan:
             maxnreg,
             interpreting() if by_count is None else by_count, warp_bound, pair_pool,
             bound_retry, tagged, stale_first, pool_quads,
+            (PDL_MERGE if pdl is None else pdl) and not fused and not split_finish and not interpreting(),
+            poll,
         )  # fmt: skip
 
 
@@ -296,10 +320,11 @@ def default_warps(batch: int, interpreter: bool | None = None) -> int:
 
 
 def default_maxnreg(batch: int, fused: bool) -> int | None:
-    """The default register cap of the tile kernel: TILE_MAXNREG for the two-launch form (more tile
-    programs per SM), FUSED_MAXNREG for the fused form above FUSED_UNCAPPED_BATCH rows, else none."""
+    """The default register cap of the tile kernel: TILE_MAXNREG for the two-launch form above
+    TILE_UNCAPPED_BATCH rows (more tile programs per SM), FUSED_MAXNREG for the fused form above
+    FUSED_UNCAPPED_BATCH rows, else none."""
     if not fused:
-        return TILE_MAXNREG
+        return TILE_MAXNREG if batch > TILE_UNCAPPED_BATCH else None
     return FUSED_MAXNREG if batch > FUSED_UNCAPPED_BATCH else None
 
 
@@ -516,6 +541,7 @@ def launch(
     and the trace buffer (any int tensor when ``trace`` is off)."""
     pool_t, pool_k = plan.pool_shape
     vocab = plan.vocab
+    pdl = plan.pdl and _grid_dependency_control(bits.device)
     if "tile" in stages:
         propose_jit.tile_kernel[(plan.batch * plan.n_tiles,)](
             bits, ws.cand, ws.flags, ws.scratch, ws.mscratch, ws.counter, *common,
@@ -526,18 +552,20 @@ def launch(
             GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw, FAST=plan.fast_tile,
             NT=32 * plan.num_warps, FCAP=plan.fcap, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
             WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_folds, RETRY=plan.bound_retry,
-            TAGGED=plan.tags, STALE_FIRST=plan.stale_first, num_warps=plan.num_warps,
-            **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
+            TAGGED=plan.tags, STALE_FIRST=plan.stale_first, PDL=pdl and "merge" in stages,
+            num_warps=plan.num_warps, **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:
         propose_jit.merge_kernel[(plan.batch,)](
-            bits, ws.cand, ws.flags, ws.mscratch, ws.best, *common,
+            bits, ws.cand, ws.flags, ws.mscratch, ws.best, ws.counter, *common,
             vocab, plan.n_tiles, tau_bits, tab.size,
             POOL=plan.pool, MCAP=plan.mcap, CHUNK=plan.chunk, FCHUNK=FLAG_CHUNK,
             TAB_ITERS=tab.iterations, TRACE=trace, SRC=src, USE_TL_TOPK=use_tl_topk,
             THRESHOLD=plan.threshold, GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw,
             SPLIT=plan.split_finish, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
             MPOOL_PAIRS=plan.pool_folds, TILE=plan.tile, num_warps=plan.merge_warps,
+            TAGGED=plan.tags, STALE_FIRST=plan.stale_first,
+            **({"PDL": True, "launch_pdl": True} if pdl else {}),
         )  # fmt: skip
     if plan.split_finish and "finish" in stages:
         propose_jit.finish_kernel[(plan.batch,)](
@@ -545,6 +573,12 @@ def launch(
             TAB_ITERS=tab.iterations, TRACE=trace, SRC=src, EARLY_DRAW=plan.early_draw,
             num_warps=plan.finish_warps,
         )  # fmt: skip
+
+
+@functools.cache
+def _grid_dependency_control(device: torch.device) -> bool:
+    """Whether the device runs programmatic dependent launches (griddepcontrol: sm_90 and later)."""
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
 
 
 def _table_for(device: torch.device) -> ExpTable:

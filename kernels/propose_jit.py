@@ -32,6 +32,7 @@ select_backend()
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # noqa: E402
 
 from dyadic24.kernels.clause5_hw_jit import bits_of_f32, clause5_hw  # noqa: E402
 from dyadic24.kernels.exp_jit import exp_binary32  # noqa: E402
@@ -239,6 +240,7 @@ def tile_kernel(
     RETRY: tl.constexpr = False,
     TAGGED: tl.constexpr = False,
     STALE_FIRST: tl.constexpr = 0,
+    PDL: tl.constexpr = False,
 ):
     """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
     and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
@@ -265,12 +267,14 @@ def tile_kernel(
     lists) makes the merge's first look see stale words.
     """
     pid = tl.program_id(0).to(tl.int64)
+    if PDL:  # the two-launch merge may be scheduled now; it waits (gdc_wait) for this grid's stores
+        gdc_launch_dependents()
     row = pid // n_tiles
     tile = pid - row * n_tiles
     greedy_fast = False
     if GREEDY_FAST and not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
-    if FUSED and TAGGED:
+    if TAGGED:  # (the fused form, or the two-launch form whose merge polls: merge_kernel)
         tag = TAG_BASE + (tl.load(counter_ptr + row, cache_modifier=".cg") >> EPOCH_SHIFT)
         ktag = tag.to(tl.int64) << KEY_TAG_SHIFT
         ftag = tag << FLAG_TAG_SHIFT
@@ -429,14 +433,17 @@ def _popc32(x):
 
 
 @triton.jit
-def _column_masks(sk, inb, theta, bit, NT: tl.constexpr, GW: tl.constexpr):
+def _column_masks(sk, inb, full, theta, bit, NT: tl.constexpr, GW: tl.constexpr):
     """The elements above theta (gtb) and at theta (eqb) as one bit mask per column group (bit GW r + j
     for the group's element in row r, column j), their per-group counts and the tile's totals:
     (gtb, eqb, c_gt, c_eq, n_gt, n_eq). Masks instead of per-element flags: nothing per element stays
     live past this point (the flags had held ~550 instructions of each warp's ~1,430 in the
     register-capped tile, H200 ncu), and the counts are the masks' popcounts."""
     gtb = _group_bits(tl.where(sk > theta, bit, 0), NT, GW)
-    eqb = _group_bits(tl.where(inb & (sk == theta), bit, 0), NT, GW)
+    eqb = _group_bits(tl.where(sk == theta, bit, 0), NT, GW)
+    if not full:  # lanes past V read as -inf and must not tie with theta = -inf (~35 instructions
+        # per warp of the per-element test are left to a vocabulary's last tile)
+        eqb = eqb & _group_bits(tl.where(inb, bit, 0), NT, GW)
     c_gt = _popc32(gtb)
     c_eq = _popc32(eqb)
     both = tl.sum(c_gt + (c_eq << PACK))
@@ -516,8 +523,9 @@ def _tile_fast(
     loc = rr * (NT * GW) + cc
     first_id = tile * TILE
     inb = loc < tl.minimum(V - first_id, TILE).to(tl.int32)
+    full = first_id + TILE <= V
     base = logits_ptr + (row * V + first_id)
-    b = _tile_bits(base, loc, inb, first_id + TILE <= V, SRC)
+    b = _tile_bits(base, loc, inb, full, SRC)
     sk = value_key32(b)  # (-0 ties +0, clause 3.1)
     gmax = tl.max(tl.reshape(tl.max(sk, axis=0), [NT, GW]), axis=1)
     gmin = tl.min(tl.reshape(tl.min(sk, axis=0), [NT, GW]), axis=1)
@@ -547,13 +555,13 @@ def _tile_fast(
         else:
             theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
         bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
-        gtb, eqb, c_gt, c_eq, n_gt, n_eq = _column_masks(sk, inb, theta, bit, NT, GW)
+        gtb, eqb, c_gt, c_eq, n_gt, n_eq = _column_masks(sk, inb, full, theta, bit, NT, GW)
         if WARP_BOUND and RETRY and not BY_COUNT:  # noqa: SIM102 (constexpr condition, then a runtime one)
             if n_gt > FCAP:
                 # the per-warp bound is weak when the large values sit in a few warps' columns (a
                 # vocabulary's likely tokens sharing an ID range): the exact bound before _tile_part
                 theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
-                gtb, eqb, c_gt, c_eq, n_gt, n_eq = _column_masks(sk, inb, theta, bit, NT, GW)
+                gtb, eqb, c_gt, c_eq, n_gt, n_eq = _column_masks(sk, inb, full, theta, bit, NT, GW)
         col = tl.arange(0, NT)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
@@ -623,6 +631,7 @@ def merge_kernel(
     flags_ptr,
     mscratch_ptr,
     best_ptr,
+    counter_ptr,
     temp_ptr,
     seed_ptr,
     round_ptr,
@@ -655,19 +664,59 @@ def merge_kernel(
     BY_COUNT: tl.constexpr = False,
     MPOOL_PAIRS: tl.constexpr = 0,
     TILE: tl.constexpr = 0,
+    PDL: tl.constexpr = False,
+    TAGGED: tl.constexpr = False,
+    STALE_FIRST: tl.constexpr = 0,
 ):
-    """One program per row (the two-launch form): C, status, greedy or sampled path (clauses 2-9)."""
+    """One program per row (the two-launch form): C, status, greedy or sampled path (clauses 2-9).
+
+    PDL (launched as a programmatic dependent of the tile kernel, whose programs all started before
+    this one is scheduled): the program may start while the tile programs run; it waits for their
+    grid's completion and stores (gdc_wait) before it reads anything they wrote, or with TAGGED it
+    polls their tagged words instead, as the fused form's last program does (tile_kernel's
+    docstring): the tile programs tag their keys and flags with the row's epoch, _pool_validated
+    reloads until every word carries it, and this program then advances the epoch for the next
+    launch (after the validation, so that every tile program has read the current one). The row's
+    inputs (temperature, seed, round, position) were written before the tile kernel started."""
     row = tl.program_id(0).to(tl.int64)
     greedy_fast = False
     if GREEDY_FAST and not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
+    if TAGGED:
+        word = tl.load(counter_ptr + row, cache_modifier=".cg")
+        tag = TAG_BASE + (word >> EPOCH_SHIFT)
+        ktag = tag.to(tl.int64) << KEY_TAG_SHIFT
+        ftag = tag << FLAG_TAG_SHIFT
+        d_tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+        d_seed = tl.load(seed_ptr + row)
+        d_rnd = tl.load(round_ptr + row)
+        d_pos = tl.load(pos_ptr + row)
+        sa, sb, sf = _pool_loads(
+            cand_ptr + row * (n_tiles * K_C), flags_ptr + row * n_tiles, n_tiles, MPOOL_T, MPOOL_K, False
+        )
+    else:
+        word = 0
+        ktag = 0
+        ftag = 0
+        d_tb = 0
+        d_seed = 0
+        d_rnd = 0
+        d_pos = 0
+        sa = 0
+        sb = 0
+        sf = 0
+        if PDL:
+            gdc_wait()
     _merge_row(
         logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, best_ptr,
-        row, V, n_tiles, tau_bits, tab_n, greedy_fast, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        row, V, n_tiles, tau_bits, tab_n, greedy_fast, sa, sb, sf, ktag, ftag, d_tb, d_seed, d_rnd, d_pos,
         POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, SPLIT,
-        MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE, False, False,
+        MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE, TAGGED, STALE_FIRST,
     )  # fmt: skip
+    if TAGGED:
+        epoch = word >> EPOCH_SHIFT
+        tl.store(counter_ptr + row, tl.where(epoch >= EPOCHS - 1, 0, epoch + 1) << EPOCH_SHIFT)
 
 
 @triton.jit

@@ -13,6 +13,7 @@ pytest.importorskip("triton")
 
 from dyadic24.api import ArgumentError  # noqa: E402
 from dyadic24.kernels import propose as kp  # noqa: E402
+from dyadic24.kernels.backend import interpreting  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -45,12 +46,17 @@ def test_batch_defaults(batch: int) -> None:
     plan = kp.Plan.for_shape(batch, 163_840)
     assert plan.fused == (batch <= kp.FUSED_MAX_BATCH)
     if not plan.fused:
-        assert plan.maxnreg == kp.TILE_MAXNREG
+        assert plan.maxnreg == (kp.TILE_MAXNREG if batch > kp.TILE_UNCAPPED_BATCH else None)
     else:
         assert plan.maxnreg == (kp.FUSED_MAXNREG if batch > kp.FUSED_UNCAPPED_BATCH else None)
+    fused = kp.Plan.for_shape(batch, 163_840, fused=True)
+    assert fused.maxnreg == (kp.FUSED_MAXNREG if batch > kp.FUSED_UNCAPPED_BATCH else None)
     assert plan.launches == (1 if plan.fused else 2)
     assert kp.Plan.for_shape(batch, 163_840, fused=False, maxnreg=None).maxnreg is None
-    assert plan.early_draw == (kp.FUSED_EARLY_DRAW if plan.fused else kp.EARLY_DRAW)
+    assert plan.poll == (kp.MERGE_POLL and not plan.fused)
+    assert plan.early_draw == (kp.FUSED_EARLY_DRAW if plan.fused or plan.poll else kp.EARLY_DRAW)
+    # the programmatic dependent launch: GPU only (the interpreter runs programs one by one)
+    assert plan.pdl == (kp.PDL_MERGE and not plan.fused and not interpreting())
     assert plan.warp_bound == kp.WARP_BOUND
     assert plan.num_warps == kp.default_warps(batch)
     gpu = kp.WIDE_WARPS if batch <= kp.WIDE_MAX_BATCH else kp.NUM_WARPS
@@ -70,7 +76,6 @@ def test_fast_tile_needs_a_full_row_of_groups() -> None:
 
 
 def test_ordering_default_follows_the_backend() -> None:
-    from dyadic24.kernels.backend import interpreting
 
     assert kp.Plan.for_shape(1, 5000).by_count == interpreting()
     assert not kp.Plan.for_shape(1, 5000, by_count=False).by_count
@@ -98,33 +103,37 @@ def test_pool_pairs_need_two_pooled_tiles(vocab: int, paired: bool) -> None:
 @pytest.mark.parametrize(
     ("batch", "vocab", "opts", "tags"),
     [
-        (1, 163_840, {}, True),  # the default fused plan: 40 tiles, a paired pool
+        (1, 163_840, {}, True),  # the default plan (the polling merge): 40 tiles, a paired pool
         (4, 262_144, {}, True),  # 64 tiles: the flags fit one FLAG_CHUNK
         (4, 300_000, {}, False),  # 74 tiles: more flag words than one chunk
         (1, 163_840, {"tagged": False}, False),
-        (8, 163_840, {}, True),  # the fused form, register-capped
-        (16, 163_840, {}, False),  # two launches: no arrival
+        (8, 163_840, {"fused": True}, True),  # the fused form, register-capped
+        (16, 163_840, {}, True),  # two launches, the polling merge
+        (16, 163_840, {"poll": False}, False),  # two launches, the merge waits for the tile grid
+        (16, 163_840, {"split_finish": True}, False),  # three launches
         (1, 4097, {"tile": 4096}, True),  # two pooled tiles
         (1, 4096, {}, False),  # one tile: no pairs
         (1, (1 << 24) + 1, {"tile": 16384, "merge_pool": 1 << 14}, False),  # 1025 tiles, IDs past 2^24
     ],
 )
 def test_tagged_arrival_where_it_applies(batch: int, vocab: int, opts: dict[str, object], tags: bool) -> None:
-    """tile_kernel's TAGGED: only the fused form with a paired pool, one chunk of flags and IDs below
-    2^24 (the tag shares a key's ID word)."""
+    """tile_kernel's TAGGED: only the fused form or the polling two-launch merge, with a paired pool,
+    one chunk of flags and IDs below 2^24 (the tag shares a key's ID word)."""
     assert kp.Plan.for_shape(batch, vocab, **opts).tags is tags  # type: ignore[arg-type]
 
 
 def test_pool_folds_and_retry_defaults() -> None:
     """Quads only when asked for and with at least four pooled tiles; the exact-bound retry by
-    default only in the fused form (it cost the register-capped two-launch tile kernel ~6 %)."""
+    default only in the fused form (it cost the register-capped two-launch tile kernel ~6 %, the
+    uncapped one ~20 % at B = 8)."""
     assert kp.Plan.for_shape(1, 163_840).pool_folds == 1
     assert kp.Plan.for_shape(1, 163_840, pool_quads=True).pool_folds == 2
     assert kp.Plan.for_shape(1, 9000, pool_quads=True).pool_folds == 2  # 3 tiles, a pool of 4
     assert kp.Plan.for_shape(1, 4097, pool_quads=True).pool_folds == 1  # a pool of 2 tiles
     assert kp.Plan.for_shape(1, 163_840, pair_pool=False, pool_quads=True).pool_folds == 0
-    assert kp.Plan.for_shape(1, 163_840).bound_retry is kp.BOUND_RETRY
+    assert kp.Plan.for_shape(1, 163_840).bound_retry is (kp.BOUND_RETRY and kp.FUSED_MAX_BATCH >= 1)
     assert kp.Plan.for_shape(64, 163_840).bound_retry is False
+    assert kp.Plan.for_shape(1, 163_840, fused=True).bound_retry is kp.BOUND_RETRY
     assert kp.Plan.for_shape(64, 163_840, bound_retry=True).bound_retry is True
 
 

@@ -166,6 +166,10 @@ PLANS: dict[str, dict[str, Any]] = {
     "tagged_stale_keys": {"tile": 1024, "merge_pool": 128, "fused": True, "stale_first": 5},
     "tagged_stale_flags": {"tile": 1024, "merge_pool": 128, "fused": True, "stale_first": 2},
     "untagged_fused": {"fused": True, "tagged": False},
+    # the two-launch form whose merge polls the tile programs' tagged words (poll; on the GPU a
+    # programmatic dependent launch), its first looks stale at the pool's keys, the hot lists and flags
+    "poll_pairs": {"tile": 1024, "merge_pool": 128, "poll": True},
+    "poll_stale": {"tile": 1024, "merge_pool": 128, "poll": True, "stale_first": 7},
 }
 
 
@@ -186,6 +190,8 @@ LARGE_ONLY = {
     "tagged_stale_keys",
     "tagged_stale_flags",
     "untagged_fused",
+    "poll_pairs",
+    "poll_stale",
 }  # (several tiles)
 DEEP = os.environ.get("DYADIC24_DEEP", "") not in ("", "0")
 # Triton's bitonic top-k is slow under the interpreter: the GPU-ordering plans run V = 9000 by
@@ -193,7 +199,8 @@ DEEP = os.environ.get("DYADIC24_DEEP", "") not in ("", "0")
 # tagged-arrival variants (the default fused plan is tagged at every V)
 DEEP_ONLY = {("bitonic", 4097), ("bitonic_fused_pool", 4097), ("pool_pair", 4097), ("wide", 4097),
              ("warp_bound", 4097), ("pool_quads", 4097), ("tagged_pairs", 4097), ("tagged_stale_keys", 4097),
-             ("tagged_stale_flags", 4097), ("untagged_fused", 4097)}  # fmt: skip
+             ("tagged_stale_flags", 4097), ("untagged_fused", 4097), ("poll_pairs", 4097),
+             ("poll_stale", 4097)}  # fmt: skip
 CASES = [
     pytest.param(
         p, v,
@@ -229,10 +236,10 @@ def test_half_precision_logits(dtype: str) -> None:
     assert not row_diffs(got, inp.reference())
 
 
-@pytest.mark.parametrize("plan_name", ["fused", "split_finish"])
+@pytest.mark.parametrize("plan_name", ["default", "fused", "split_finish"])
 def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
-    """clause 12.3 through the one- and three-launch forms; the fused form's arrival counters are
-    left at a count of 0 and the next epoch for the next launch."""
+    """clause 12.3 through the two- (polling merge), one- and three-launch forms; the tagged forms'
+    counters are left at a count of 0 and the next epoch for the next launch."""
     call = _call(9000, 5)
     inp = Inputs(call, DEVICE)
     rows = len(call.logits)
@@ -244,7 +251,7 @@ def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
                       trace=buf, workspace=ws, plan=plan)  # fmt: skip
         counter = ws.counter.cpu().numpy()
         assert not (counter & 0xFFFFFF).any()
-        assert ((counter >> 24) == (launch + 1 if plan.fused else 0)).all()
+        assert ((counter >> 24) == (launch + 1 if plan.fused or plan.tags else 0)).all()
         _, token, ids, tickets = (t.cpu().numpy() for t in out)
         traces = decode(buf.cpu().numpy(), token, ids, tickets)
         want = inp.reference(trace=True)
@@ -254,9 +261,10 @@ def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
 
 
 def test_one_workspace_across_plans_and_epochs() -> None:
-    """clause 2.4 across launches: tagged and untagged fused plans and the two-launch form share one
-    workspace (each leaves its candidates in a form the others' tag checks reject) while the arrival
-    counters wrap from their last epoch to 0; every launch gives the reference's bits."""
+    """clause 2.4 across launches: tagged and untagged fused plans, the two-launch form and its polling
+    merge share one workspace (each leaves its candidates in a form the others' tag checks reject)
+    while the arrival counters wrap from their last epoch to 0; every launch gives the reference's
+    bits."""
     vocab = 4097
     call = _call(vocab, 11)
     inp = Inputs(call, DEVICE)
@@ -264,7 +272,7 @@ def test_one_workspace_across_plans_and_epochs() -> None:
     want = inp.reference()
     ws = make_workspace(rows, vocab, DEVICE, 1024)
     ws.counter.fill_(126 << 24)  # the last epoch: the next fused launch wraps to 0
-    names = ["tagged_pairs", "pool_pair", "untagged_fused", "tagged_stale_keys"]
+    names = ["tagged_pairs", "pool_pair", "untagged_fused", "poll_pairs", "tagged_stale_keys"]
     epoch = 126
     for name in names:
         opts = {**PLANS[name], "tile": 1024, "merge_pool": 128, "by_count": None}  # (the interpreter's order)
@@ -276,6 +284,6 @@ def test_one_workspace_across_plans_and_epochs() -> None:
 
         diffs = row_diffs(Proposal(status=got[0], token=got[1], ids=got[2], tickets=got[3]), want)
         assert not diffs, (name, diffs[:3])
-        if plan.fused:
+        if plan.fused or plan.tags:
             epoch = (epoch + 1) % 127
         assert (ws.counter.cpu().numpy() == epoch << 24).all(), name
