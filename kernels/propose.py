@@ -70,9 +70,11 @@ FUSED_MAXNREG = 128  # register cap of the fused form above FUSED_UNCAPPED_BATCH
 # instead of 2 (231 registers uncapped), so B = 8's 320 programs are resident at once (H200, session 8,
 # B = 8: 59.4 against 66.4 uncapped; B = 4: 48.4 either way)
 FUSED_UNCAPPED_BATCH = 4
-TILE_UNCAPPED_BATCH = 8  # up to this many rows the two-launch tile kernel is uncapped (session 9, H200,
-# polled merge: B = 1 / 4 / 8 41.9 / 46.9 / 52.2 uncapped against 42.6 / 47.4 / 53.3 at 64 registers;
-# B = 16 70.7 against 66.0: 640 programs need more per SM)
+TILE_UNCAPPED_PROGRAMS = 256  # up to this many programs (two per SM of an H200: uncapped, the tile
+# kernel needs 168 registers for binary32 logits and 185 for bfloat16) the two-launch tile kernel is
+# uncapped. Session 9, H200, polled merge: fp32 V = 163,840, B = 1 / 4 41.9 / 46.9 uncapped against
+# 42.6 / 47.4 at 64 registers; above two programs per SM, waves: B = 8 (320 programs) fp32 52.2 against
+# 53.3 but bf16 60.5 and V = 262,144 (512 programs) 66.1, B = 16 70.7 against 66.0
 TILE_MAXNREG = 64  # register cap of the two-launch tile kernel (more programs per SM): at B = 256
 # 623 vs 1095 us sampled and 286 vs 517 greedy, at B = 64 239 vs 346 and 93 vs 151
 FUSED = False  # one launch per position at every batch size
@@ -113,7 +115,7 @@ class Plan:
     a 16-byte load per thread, and a thread's elements fit one 32-bit selection mask); ``merge_pool``:
     keys of the merge's first try, the leading keys of every tile (``pool_shape``; 0 disables it);
     ``maxnreg``: register cap of the tile kernel (None: none; ``for_shape``'s default 0 means
-    default_maxnreg(batch, fused)). ``launches`` is the number of
+    default_maxnreg(batch, fused, programs)). ``launches`` is the number of
     launches per position.
     ``by_count``: the column-group tile and the pooled merge order their candidates by exact integer
     count matrices instead of Triton's bitonic top-k (same bits; ``for_shape``'s default under
@@ -254,7 +256,7 @@ class Plan:
         if early_draw is None:
             early_draw = FUSED_EARLY_DRAW if fused or poll else EARLY_DRAW
         if maxnreg == 0:  # the default: default_maxnreg
-            maxnreg = default_maxnreg(batch, fused)
+            maxnreg = default_maxnreg(batch, fused, batch * -(-vocab // tile))
         if bound_retry is None:  # the default: only in the fused form
             bound_retry = BOUND_RETRY and fused
         if num_warps is None:
@@ -319,12 +321,12 @@ def default_warps(batch: int, interpreter: bool | None = None) -> int:
     return WIDE_WARPS if batch <= WIDE_MAX_BATCH else NUM_WARPS
 
 
-def default_maxnreg(batch: int, fused: bool) -> int | None:
+def default_maxnreg(batch: int, fused: bool, programs: int) -> int | None:
     """The default register cap of the tile kernel: TILE_MAXNREG for the two-launch form above
-    TILE_UNCAPPED_BATCH rows (more tile programs per SM), FUSED_MAXNREG for the fused form above
+    TILE_UNCAPPED_PROGRAMS tile programs (more programs per SM), FUSED_MAXNREG for the fused form above
     FUSED_UNCAPPED_BATCH rows, else none."""
     if not fused:
-        return TILE_MAXNREG if batch > TILE_UNCAPPED_BATCH else None
+        return TILE_MAXNREG if programs > TILE_UNCAPPED_PROGRAMS else None
     return FUSED_MAXNREG if batch > FUSED_UNCAPPED_BATCH else None
 
 

@@ -46,7 +46,8 @@ def test_batch_defaults(batch: int) -> None:
     plan = kp.Plan.for_shape(batch, 163_840)
     assert plan.fused == (batch <= kp.FUSED_MAX_BATCH)
     if not plan.fused:
-        assert plan.maxnreg == (kp.TILE_MAXNREG if batch > kp.TILE_UNCAPPED_BATCH else None)
+        programs = batch * plan.n_tiles
+        assert plan.maxnreg == (kp.TILE_MAXNREG if programs > kp.TILE_UNCAPPED_PROGRAMS else None)
     else:
         assert plan.maxnreg == (kp.FUSED_MAXNREG if batch > kp.FUSED_UNCAPPED_BATCH else None)
     fused = kp.Plan.for_shape(batch, 163_840, fused=True)
