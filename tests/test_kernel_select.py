@@ -149,7 +149,8 @@ PLANS: dict[str, dict[str, Any]] = {
     "pool_pair": {"tile": 1024, "merge_pool": 128, "by_count": False},
     "pool_quads": {"tile": 1024, "merge_pool": 128, "pool_quads": True},
     "pool_unpaired": {"tile": 1024, "merge_pool": 64, "pair_pool": False},
-    "two_launch_capped": {"fused": False, "maxnreg": 64},
+    # the two-launch merge that waits for the tile grid (untagged; the default merge polls)
+    "two_launch_waits": {"fused": False, "poll": False},
     # the GPU's ordering (Triton's bitonic top-k); the interpreter's default plan ranks by counts
     "bitonic": {"by_count": False},
     "bitonic_fused_pool": {"by_count": False, "fused": True, "tile": 1024, "merge_pool": 64},
@@ -166,9 +167,9 @@ PLANS: dict[str, dict[str, Any]] = {
     "tagged_stale_keys": {"tile": 1024, "merge_pool": 128, "fused": True, "stale_first": 5},
     "tagged_stale_flags": {"tile": 1024, "merge_pool": 128, "fused": True, "stale_first": 2},
     "untagged_fused": {"fused": True, "tagged": False},
-    # the two-launch form whose merge polls the tile programs' tagged words (poll; on the GPU a
-    # programmatic dependent launch), its first looks stale at the pool's keys, the hot lists and flags
-    "poll_pairs": {"tile": 1024, "merge_pool": 128, "poll": True},
+    # the default two-launch form, whose merge polls the tile programs' tagged words (poll; on the GPU
+    # a programmatic dependent launch; pool_pair's plan), with its first looks stale at the pool's
+    # keys, the hot lists and the flags
     "poll_stale": {"tile": 1024, "merge_pool": 128, "poll": True, "stale_first": 7},
 }
 
@@ -180,7 +181,7 @@ LARGE_ONLY = {
     "pool_pair",
     "pool_quads",
     "pool_unpaired",
-    "two_launch_capped",
+    "two_launch_waits",
     "bitonic",
     "bitonic_fused_pool",
     "warp_bound",
@@ -190,7 +191,6 @@ LARGE_ONLY = {
     "tagged_stale_keys",
     "tagged_stale_flags",
     "untagged_fused",
-    "poll_pairs",
     "poll_stale",
 }  # (several tiles)
 DEEP = os.environ.get("DYADIC24_DEEP", "") not in ("", "0")
@@ -199,8 +199,7 @@ DEEP = os.environ.get("DYADIC24_DEEP", "") not in ("", "0")
 # tagged-arrival variants (the default fused plan is tagged at every V)
 DEEP_ONLY = {("bitonic", 4097), ("bitonic_fused_pool", 4097), ("pool_pair", 4097), ("wide", 4097),
              ("warp_bound", 4097), ("pool_quads", 4097), ("tagged_pairs", 4097), ("tagged_stale_keys", 4097),
-             ("tagged_stale_flags", 4097), ("untagged_fused", 4097), ("poll_pairs", 4097),
-             ("poll_stale", 4097)}  # fmt: skip
+             ("tagged_stale_flags", 4097), ("untagged_fused", 4097), ("poll_stale", 4097)}  # fmt: skip
 CASES = [
     pytest.param(
         p, v,
@@ -272,7 +271,7 @@ def test_one_workspace_across_plans_and_epochs() -> None:
     want = inp.reference()
     ws = make_workspace(rows, vocab, DEVICE, 1024)
     ws.counter.fill_(126 << 24)  # the last epoch: the next fused launch wraps to 0
-    names = ["tagged_pairs", "pool_pair", "untagged_fused", "poll_pairs", "tagged_stale_keys"]
+    names = ["tagged_pairs", "two_launch_waits", "untagged_fused", "pool_pair", "tagged_stale_keys"]
     epoch = 126
     for name in names:
         opts = {**PLANS[name], "tile": 1024, "merge_pool": 128, "by_count": None}  # (the interpreter's order)
