@@ -51,7 +51,7 @@ MERGE_POOL = 512  # keys the merge's first try reads (the first POOL_K of every 
 BOUND_RETRY = True  # the fused form's column-group tile retries with the exact bound (clustered rows
 # with 8 warps: H200, B = 1 78.1 -> 67.1 us); not the two-launch tile kernel: capped, it cost B = 256
 # 561.6 against 527.3 us and B = 64 199.7 against 190.6 (benchmarks/NOTES.md item 36); uncapped (the
-# default up to B = 8 since session 9) B = 8 62.4 against 52.1 and no gain at B = 1 / 4, clustered
+# default up to 256 programs since session 9) B = 8 62.4 against 52.1 and no gain at B = 1 / 4, clustered
 # rows included (item 59)
 PAIR_POOL = True  # the merge halves its pool by pairing tiles first (_merge_pool_pairs)
 POOL_QUADS = False  # the merge halves the paired pool once more (quads of tiles, _fold_quads):
@@ -204,7 +204,8 @@ class Plan:
 
     @property
     def tags(self) -> bool:
-        """Whether the fused form uses the tagged arrival (``tagged`` where it applies)."""
+        """Whether the tile programs tag their words for the fused form's arrival or the polling merge
+        (``tagged`` where it applies)."""
         return (
             self.tagged
             and (self.fused or self.poll)
