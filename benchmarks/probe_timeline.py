@@ -54,7 +54,11 @@ _T = f"trace_ptr + pid * {ROW}"  # a tile program's row of the probe buffer, in 
 _P = f"probe_ptr + pid * {ROW}"  # the same, inside _tile_fast
 _M = f"trace_ptr + ({MERGE_BASE} + row) * {ROW}"  # the merging program's row
 _PID = "    row = pid // n_tiles\n    tile = pid - row * n_tiles\n"
-_MERGE_START = '        word = tl.load(counter_ptr + row, cache_modifier=".cg")\n'
+_MERGE_START = (  # (merge_kernel's call; tile_kernel's names the word _w)
+    "        word, ktag, ftag, d_tb, d_seed, d_rnd, d_pos = _row_tags(\n"
+    "            counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row\n"
+    "        )\n"
+)
 _ARRIVE = (
     '            arrived = tl.atomic_add(counter_ptr + row, 1, sem="relaxed", scope="gpu")\n'  # (tagged)
 )
