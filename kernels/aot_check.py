@@ -178,8 +178,10 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     # (threshold, tl.topk) methods: the default, and the extraction paths
     methods = ((True, False), (False, False), (False, True)) if everything else ((True, False),)
     for src, ptr in srcs:
-        for fused in (True, False):
-            for trace in (False, True) if (fused and (everything or src == 0)) else (False,):
+        # the fused form (an option since session 9) for binary32 by default, every dtype with --all:
+        # its tile variants are the slowest to compile
+        for fused in (True, False) if (everything or src == 0) else (False,):
+            for trace in (False, True) if (fused and everything) else (False,):
                 for threshold, topk in methods:
                     sig = {
                         "logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",

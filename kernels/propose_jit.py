@@ -460,10 +460,9 @@ def _column_masks(sk, inb, full, theta, bit, NT: tl.constexpr, GW: tl.constexpr)
 
 @triton.jit
 def _kth32_smallest(vals):
-    """The 32nd smallest of the values (counted with multiplicity); exact integer counts."""
-    le = vals[None, :] <= vals[:, None]
-    c = tl.sum(le.to(tl.int32), axis=1)
-    return tl.min(tl.where(c >= K_C, vals, INT32_MAX))
+    """The 32nd smallest of the values (counted with multiplicity; INT32_MAX if fewer than 32):
+    _kth32_value of the bitwise complements, since ~ reverses the int32 order without overflow."""
+    return ~_kth32_value(~vals, vals == vals)  # noqa: PLR0124 (every lane valid: folds away)
 
 
 @triton.jit
@@ -1118,14 +1117,21 @@ def _merge_pool(pk, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr, BY_COUNT: tl.c
 
 
 @triton.jit
-def _pair_slots(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
-    """Where lane t * MPOOL_K + j of the paired pool reads: tile t's j-th key and tile t + H's
-    (MPOOL_K - 1 - j)-th, H = MPOOL_T / 2 (addresses and masks: a_ptr, a_live, b_ptr, b_live)."""
+def _pair_lanes(n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
+    """Lane f = t * MPOOL_K + j of the paired pool pairs tile t with tile t + H, H = MPOOL_T / 2:
+    f, t, j and whether each of the two tiles exists (a_live, b_live)."""
     H: tl.constexpr = MPOOL_T // 2
     f = tl.arange(0, H * MPOOL_K)
     t = f // MPOOL_K
-    j = f - t * MPOOL_K
-    return cbase + t * K_C + j, t < n_tiles, cbase + (t + H) * K_C + (MPOOL_K - 1 - j), t + H < n_tiles
+    return f, t, f - t * MPOOL_K, t < n_tiles, t + H < n_tiles
+
+
+@triton.jit
+def _pair_slots(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
+    """Where lane t * MPOOL_K + j of the paired pool reads: tile t's j-th key and tile t + H's
+    (MPOOL_K - 1 - j)-th (addresses and masks: a_ptr, a_live, b_ptr, b_live)."""
+    _f, t, j, la, lb = _pair_lanes(n_tiles, MPOOL_T, MPOOL_K)
+    return cbase + t * K_C + j, la, cbase + (t + MPOOL_T // 2) * K_C + (MPOOL_K - 1 - j), lb
 
 
 @triton.jit
@@ -1180,11 +1186,9 @@ def _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: t
     below 2^23 and one written otherwise (another tag, none, zero fill) is not (and below 2^31). One
     reduction: a lane with a stale key adds 2^30, so the maximum is the maximum flag word exactly
     when it is below 2^23, and it is at least 2^23 when any word is stale."""
-    H: tl.constexpr = MPOOL_T // 2
-    f = tl.arange(0, H * MPOOL_K)
-    t = f // MPOOL_K
-    ka, sa = _untag_keys(a, t < n_tiles, ktag)
-    kb, sb = _untag_keys(b, t + H < n_tiles, ktag)
+    f, _t, _j, la, lb = _pair_lanes(n_tiles, MPOOL_T, MPOOL_K)
+    ka, sa = _untag_keys(a, la, ktag)
+    kb, sb = _untag_keys(b, lb, ktag)
     fmax = tl.max(tl.where(f < n_tiles, fl ^ ftag, 0) | ((sa | sb) << 30))
     return tl.maximum(ka, kb), fmax, (fmax >= FLAG_TAG_LIMIT).to(tl.int32)
 
@@ -1588,7 +1592,6 @@ def finish_core(
     lv3 = _tree_level(lv2, lane, 4)
     lv4 = _tree_level(lv3, lane, 8)
     lv5 = _tree_level(lv4, lane, 16)  # S in every lane
-    s_bits = _lane_value(lv5.to(tl.int64, bitcast=True), lane, 0)
     p64 = ev / lv5
 
     # ---- clause 7: p = RN64(e / S) (above), c = floor(p * 2^24), remainder to a*
@@ -1645,7 +1648,7 @@ def finish_core(
         tl.store(tr + TR_K, n_valid)
         tl.store(tr + TR_ARGMAX, _lane_value(ids, lane, 0))
         tl.store(tr + TR_M, _lane_value(lb, lane, 0))
-        tl.store(tr + TR_S, s_bits)
+        tl.store(tr + TR_S, _lane_value(lv5.to(tl.int64, bitcast=True), lane, 0))
         tl.store(tr + TR_R + lane0, rem.to(tl.int64), mask=lane == 0)
         tl.store(tr + TR_KEY, k0.to(tl.int64))
         tl.store(tr + TR_KEY + 1, k1.to(tl.int64))
