@@ -125,6 +125,10 @@ PLANS: dict[str, dict[str, Any]] = {
     "2L-pdl-m8": {**_2L, "maxnreg": 0, "pdl": True, "merge_warps": 8},
     "2L-poll-noretry": {**_2L, "maxnreg": 0, "bound_retry": False},
     "F-prev": {"fused": True},
+    # session 10: the polling two-launch form's geometry at B = 16
+    "2L-poll-w8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "num_warps": 8},
+    "2L-poll-m8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "merge_warps": 8},
+    "2L-poll-t2048": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "tile": 2048},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip

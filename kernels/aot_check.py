@@ -277,6 +277,8 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
             warps = consts.get("NT", 32 * kp.NUM_WARPS) // 32
             if kernel == "finish_kernel":
                 warps = kp.FINISH_WARPS
+            elif kernel == "merge_kernel":
+                warps = kp.MERGE_WARPS
             compiled = triton.compile(
                 ASTSource(fn=kernels[kernel], signature=full_sig, constexprs=consts),
                 target=target,

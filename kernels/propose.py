@@ -44,7 +44,10 @@ GROUPS = 128  # strided group maxima per tile (their 32nd largest bounds the til
 CAP = 64  # compaction slots per tile (more elements above the bound: the extraction path)
 POOL = 128  # candidates whose 32nd largest value bounds the row's 32nd value
 MCAP = 64  # compaction slots of the merge
-MERGE_WARPS = 4
+MERGE_WARPS = 8  # the two-launch merge program's warps. With the polling merge 8 beat 4 at every B
+# (H200, session 10: B = 1 / 2 / 8 / 16 / 64 42.0 / 43.7 / 53.0 / 66.1 / 133.0 -> 41.0 / 42.2 / 52.1 /
+# 64.9 / 132.1 us, clustered rows B = 1 / 4 / 8 / 16 -2.4 / -2.8 / -2.6 / -2.5; benchmarks/NOTES.md
+# item 61); with the merge that waits for the tile grid (session 9) it made no difference
 FAST_TILE = True  # per-thread groups, bitonic top-k bound, compaction scan over thread totals
 FCAP = 128  # compaction slots of the fast tile path (more: the GROUPS / CAP path)
 MERGE_POOL = 512  # keys the merge's first try reads (the first POOL_K of every tile)
@@ -314,7 +317,7 @@ def default_warps(batch: int, interpreter: bool | None = None) -> int:
     kept for the measured choice, now none: see WIDE_WARPS), else NUM_WARPS. Under
     Triton's interpreter (``interpreter`` None: the current backend) always NUM_WARPS: the bits are
     the same, and the interpreter's exact count matrices grow with the square of the column groups
-    (the plans of tests/test_kernel_select.py run 8-warp programs explicitly)."""
+    (the wide plan of tests/test_kernel_select_order.py runs 8-warp programs explicitly)."""
     if interpreter is None:
         interpreter = interpreting()
     if interpreter:

@@ -2,7 +2,7 @@
 
 The merge's pool shape, the batch-size defaults (one launch at small B, a register cap for the
 two-launch tile kernel) and the workspace's compaction width; none of these changes an output bit
-(test_kernel_select.py runs every plan against the reference)."""
+(test_kernel_select*.py run every plan against the reference)."""
 
 from __future__ import annotations
 

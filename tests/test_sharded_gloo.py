@@ -42,8 +42,6 @@ DEEP = os.environ.get("DYADIC24_DEEP", "") not in ("", "0")
 pytestmark = [
     pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet"),
     pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="no gloo backend"),
-    # one pytest-xdist worker takes the module, so its spawned worlds (module fixtures) run once
-    pytest.mark.xdist_group("sharded_gloo"),
 ]
 
 
