@@ -55,9 +55,9 @@ _P = f"probe_ptr + pid * {ROW}"  # the same, inside _tile_fast
 _M = f"trace_ptr + ({MERGE_BASE} + row) * {ROW}"  # the merging program's row
 _PID = "    row = pid // n_tiles\n    tile = pid - row * n_tiles\n"
 _MERGE_START = (  # (merge_kernel's call; tile_kernel's names the word _w)
-    "        word, ktag, ftag, d_tb, d_seed, d_rnd, d_pos = _row_tags(\n"
-    "            counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row\n"
-    "        )\n"
+    "    word, ktag, ftag, d_tb, d_seed, d_rnd, d_pos = _row_tags(\n"
+    "        counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row, TAGGED\n"
+    "    )\n"
 )
 _ARRIVE = (
     '            arrived = tl.atomic_add(counter_ptr + row, 1, sem="relaxed", scope="gpu")\n'  # (tagged)
@@ -134,7 +134,8 @@ POINTS: list[tuple[str, str, str]] = [
         f"@_probe({_M}, 16, tl.load(tickets_ptr + row * 32 + 31))\n",
     ),
     # (the two-launch form's merge program, before its first load of the tiles' words)
-    ("merge program start", _MERGE_START, f"@_probe({_M}, 17, word)\n"),
+    # (word is 0 in a merge that waits instead of polling: the sum keeps a tensor to depend on)
+    ("merge program start", _MERGE_START, f"@_probe({_M}, 17, word + 0 * row)\n"),
 ]
 _PARAMS = "    pid,\n    row,\n    tile,\n    V,\n    greedy_fast,\n    ktag,\n    ftag,\n"
 _CALL = (

@@ -192,16 +192,27 @@ def _rank_desc(s, valid):
 # pattern of n_tiles, tau_bits, tab_n); V is, so that a row of a vocabulary that is a multiple of
 # 16 is known to be 64-byte aligned and the logits are read with 16-byte loads.
 @triton.jit
-def _row_tags(counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row):
+def _row_tags(counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row, TAGGED: tl.constexpr):
     """TAGGED: the row's counter word, the key and flag tags of its epoch, and the draw's inputs
-    (loaded at the start, so that no load of the merging program waits after the tiles' words)."""
-    word = tl.load(counter_ptr + row, cache_modifier=".cg")
-    tag = TAG_BASE + (word >> EPOCH_SHIFT)
-    d_tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
-    d_seed = tl.load(seed_ptr + row)
-    d_rnd = tl.load(round_ptr + row)
-    d_pos = tl.load(pos_ptr + row)
-    return word, tag.to(tl.int64) << KEY_TAG_SHIFT, tag << FLAG_TAG_SHIFT, d_tb, d_seed, d_rnd, d_pos
+    (loaded at the start, so that no load of the merging program waits after the tiles' words);
+    otherwise zeros (untagged words; the draw loads its inputs where it needs them)."""
+    word = 0
+    ktag = 0
+    ftag = 0
+    d_tb = 0
+    d_seed = 0
+    d_rnd = 0
+    d_pos = 0
+    if TAGGED:
+        word = tl.load(counter_ptr + row, cache_modifier=".cg")
+        tag = TAG_BASE + (word >> EPOCH_SHIFT)
+        ktag = tag.to(tl.int64) << KEY_TAG_SHIFT
+        ftag = tag << FLAG_TAG_SHIFT
+        d_tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+        d_seed = tl.load(seed_ptr + row)
+        d_rnd = tl.load(round_ptr + row)
+        d_pos = tl.load(pos_ptr + row)
+    return word, ktag, ftag, d_tb, d_seed, d_rnd, d_pos
 
 
 @triton.jit(do_not_specialize=["n_tiles", "tau_bits", "tab_n"])
@@ -287,17 +298,10 @@ def tile_kernel(
     greedy_fast = False
     if GREEDY_FAST and not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
-    if TAGGED:  # (the fused form, or the two-launch form whose merge polls: merge_kernel)
-        _w, ktag, ftag, d_tb, d_seed, d_rnd, d_pos = _row_tags(
-            counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row
-        )
-    else:
-        ktag = 0
-        ftag = 0
-        d_tb = 0
-        d_seed = 0
-        d_rnd = 0
-        d_pos = 0
+    # (TAGGED: the fused form, or the two-launch form whose merge polls: merge_kernel)
+    _w, ktag, ftag, d_tb, d_seed, d_rnd, d_pos = _row_tags(
+        counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row, TAGGED
+    )
     if FAST:
         _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
@@ -689,21 +693,14 @@ def merge_kernel(
     greedy_fast = False
     if GREEDY_FAST and not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
+    word, ktag, ftag, d_tb, d_seed, d_rnd, d_pos = _row_tags(
+        counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row, TAGGED
+    )
     if TAGGED:
-        word, ktag, ftag, d_tb, d_seed, d_rnd, d_pos = _row_tags(
-            counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row
-        )
         sa, sb, sf = _pool_loads(
             cand_ptr + row * (n_tiles * K_C), flags_ptr + row * n_tiles, n_tiles, MPOOL_T, MPOOL_K, False
         )
     else:
-        word = 0
-        ktag = 0
-        ftag = 0
-        d_tb = 0
-        d_seed = 0
-        d_rnd = 0
-        d_pos = 0
         sa = 0
         sb = 0
         sf = 0
