@@ -46,7 +46,7 @@ POOL = 128  # candidates whose 32nd largest value bounds the row's 32nd value
 MCAP = 64  # compaction slots of the merge
 MERGE_WARPS = 8  # the two-launch merge program's warps. With the polling merge 8 beat 4 at every B
 # (H200, session 10: B = 1 / 2 / 8 / 16 / 64 42.0 / 43.7 / 53.0 / 66.1 / 133.0 -> 41.0 / 42.2 / 52.1 /
-# 64.9 / 132.1 us, clustered rows B = 1 / 4 / 8 / 16 -2.4 / -2.8 / -2.6 / -2.5; benchmarks/NOTES.md
+# 64.9 / 132.1 us, clustered rows B = 1 / 4 / 8 / 16 -2.3 / -2.8 / -2.6 / -2.5; benchmarks/NOTES.md
 # item 61); with the merge that waits for the tile grid (session 9) it made no difference
 FAST_TILE = True  # per-thread groups, bitonic top-k bound, compaction scan over thread totals
 FCAP = 128  # compaction slots of the fast tile path (more: the GROUPS / CAP path)
