@@ -86,6 +86,11 @@ SMALL_SEL = tl.constexpr(64)  # _tile_fast: a tile with at most this many select
 # the finish's slot order by exact ranks in the kernels without a BY_COUNT plan choice (finish_kernel,
 # finish_row) when interpreted: the same permutation as tl.sort, which the interpreter runs slowly
 ORDER_BY_COUNT = tl.constexpr(interpreting())
+# Reloads a polling loop (_pool_validated, _tagged_lists) takes before it gives up, under the
+# interpreter only: it runs programs one after another, so one reload always suffices there, and a
+# bug that leaves words stale then fails a test (stale keys name other IDs) instead of hanging it.
+# 0 on the GPU: unbounded (the loop waits for other programs' stores), and no code is generated.
+SPIN_LIMIT = tl.constexpr(8 if interpreting() else 0)
 PACK = tl.constexpr(16)  # two counts < 2^15 share one int32 reduction (low: strict, high: ties)
 PACK_MASK = tl.constexpr(0xFFFF)
 PACK_LIMIT = tl.constexpr(1 << 15)
@@ -1207,6 +1212,8 @@ def _pool_validated(cbase, fbase, n_tiles, a, b, fl, ktag, ftag, MPOOL_T: tl.con
         a, b, fl = _pool_loads(cbase, fbase, n_tiles, MPOOL_T, MPOOL_K, True)
         q, fmax, stale = _pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
         reloads += 1
+        if SPIN_LIMIT:
+            stale = tl.where(reloads < SPIN_LIMIT, stale, 0)
     return q, fmax, reloads
 
 
@@ -1219,10 +1226,14 @@ def _tagged_lists(ptrs, live, ktag, STALE_FIRST: tl.constexpr):
         x = x ^ KEY_TAG_LOW
     k, stale = _untag_keys(x, live, ktag)
     bad = tl.max(stale)
+    reloads = bad * 0
     while bad != 0:
         x = tl.load(ptrs, mask=live, other=0, volatile=True)
         k, stale = _untag_keys(x, live, ktag)
         bad = tl.max(stale)
+        reloads += 1
+        if SPIN_LIMIT:
+            bad = tl.where(reloads < SPIN_LIMIT, bad, 0)
     return k
 
 
