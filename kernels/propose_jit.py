@@ -193,9 +193,6 @@ def _rank_desc(s, valid):
     return tl.sum(gt.to(tl.int32), axis=1)
 
 
-# Integer arguments are not specialised (Triton would compile a variant per "== 1" / "% 16 == 0"
-# pattern of n_tiles, tau_bits, tab_n); V is, so that a row of a vocabulary that is a multiple of
-# 16 is known to be 64-byte aligned and the logits are read with 16-byte loads.
 @triton.jit
 def _row_tags(counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row, TAGGED: tl.constexpr):
     """TAGGED: the row's counter word, the key and flag tags of its epoch, and the draw's inputs
@@ -220,6 +217,17 @@ def _row_tags(counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row, TAGGED: 
     return word, ktag, ftag, d_tb, d_seed, d_rnd, d_pos
 
 
+@triton.jit
+def _next_epoch(word):
+    """The counter word that opens the next launch of a row: its epoch advanced (wrapping after
+    EPOCHS), count 0."""
+    epoch = word >> EPOCH_SHIFT
+    return tl.where(epoch >= EPOCHS - 1, 0, epoch + 1) << EPOCH_SHIFT
+
+
+# Integer arguments are not specialised (Triton would compile a variant per "== 1" / "% 16 == 0"
+# pattern of n_tiles, tau_bits, tab_n); V is, so that a row of a vocabulary that is a multiple of
+# 16 is known to be 64-byte aligned and the logits are read with 16-byte loads.
 @triton.jit(do_not_specialize=["n_tiles", "tau_bits", "tab_n"])
 def tile_kernel(
     logits_ptr,
@@ -331,9 +339,7 @@ def tile_kernel(
             sf = 0
             arrived = tl.atomic_add(counter_ptr + row, 1, sem="acq_rel", scope="gpu")
         if (arrived & COUNT_MASK) == n_tiles - 1:
-            epoch = arrived >> EPOCH_SHIFT
-            nxt = tl.where(epoch >= EPOCHS - 1, 0, epoch + 1) << EPOCH_SHIFT
-            tl.atomic_xchg(counter_ptr + row, nxt, sem="relaxed", scope="gpu")
+            tl.atomic_xchg(counter_ptr + row, _next_epoch(arrived), sem="relaxed", scope="gpu")
             _merge_row(
                 logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
                 tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, mscratch_ptr,
@@ -719,8 +725,7 @@ def merge_kernel(
         MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE, TAGGED, STALE_FIRST,
     )  # fmt: skip
     if TAGGED:
-        epoch = word >> EPOCH_SHIFT
-        tl.store(counter_ptr + row, tl.where(epoch >= EPOCHS - 1, 0, epoch + 1) << EPOCH_SHIFT)
+        tl.store(counter_ptr + row, _next_epoch(word))
 
 
 @triton.jit
