@@ -129,10 +129,6 @@ PLANS: dict[str, dict[str, Any]] = {
     "2L-poll-w8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "num_warps": 8},
     "2L-poll-m8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "merge_warps": 8},
     "2L-poll-t2048": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "tile": 2048},
-    # session 11: the merge's C as a set (pool_set: _top32_runs, a* and m from the pool's maximum)
-    "2L-set": {"pool_set": True},
-    "2L-sorted": {"pool_set": False},
-    "2L-set-m16": {"pool_set": True, "merge_warps": 16},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip

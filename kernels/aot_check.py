@@ -199,7 +199,6 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "RETRY": kp.BOUND_RETRY and fused,
                         "TAGGED": (fused or kp.MERGE_POLL) and threshold and kp.TAGGED_ARRIVAL,
                         "STALE_FIRST": 0, "PDL": not fused and kp.PDL_MERGE,
-                        "SET_TOP": kp.POOL_SET and threshold,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
@@ -228,7 +227,6 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         # early draw it takes) and is a programmatic dependent launch
                         "EARLY_DRAW": kp.FUSED_EARLY_DRAW if poll else kp.EARLY_DRAW,
                         "PDL": kp.PDL_MERGE and not split, "TAGGED": poll, "STALE_FIRST": 0,
-                        "SET_TOP": kp.POOL_SET and threshold,
                     }  # fmt: skip
                     name = (
                         f"merge/src{src}{'/trace' if trace else ''}{'/split' if split else ''}"

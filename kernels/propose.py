@@ -60,9 +60,6 @@ PAIR_POOL = True  # the merge halves its pool by pairing tiles first (_merge_poo
 POOL_QUADS = False  # the merge halves the paired pool once more (quads of tiles, _fold_quads):
 # H200, B = 4 56.7 against 58.4 us, but B = 1 51.8 against 51.2, B = 2 54.0 against 52.8 and
 # clustered rows B = 1 70.5 against 66.7, B = 4 77.1 against 72.7 (benchmarks/NOTES.md item 38)
-POOL_SET = False  # the merge takes the paired pool's top 32 as a set (propose_jit._top32_runs: no
-# last re-sort) and the finish a* and m from the pool's maximum. H200, session 11: B = 1-8 and 64 within
-# 0.7 us, B = 16 0.6-0.8 us slower (benchmarks/NOTES.md item 63)
 TAGGED_ARRIVAL = True  # the fused form's tagged arrival (tile_kernel: no release / acquire on the
 # last program's path, the merge's loads before the arrival)
 TAG_MAX_VOCAB = 1 << 24  # tagged keys need IDs below 2^24 (the tag shares the ID word)
@@ -143,8 +140,6 @@ class Plan:
     are scheduled once every tile program has started; not under the interpreter, and only on
     devices of compute capability 9.0 or later); ``poll``: the two-launch merge polls the tile
     programs' tagged words (``tags``) instead of waiting for the tile grid's end (merge_kernel).
-    ``pool_set``: with a paired pool and no trace, the merge's C is the pool's top 32 in no promised
-    order (propose_jit._merge_row's SET_TOP).
     """
 
     batch: int
@@ -177,7 +172,6 @@ class Plan:
     pool_quads: bool = POOL_QUADS
     pdl: bool = False
     poll: bool = False
-    pool_set: bool = POOL_SET
 
     @property
     def launches(self) -> int:
@@ -255,7 +249,6 @@ class Plan:
         pool_quads: bool = POOL_QUADS,
         pdl: bool | None = None,
         poll: bool | None = None,
-        pool_set: bool = POOL_SET,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile,
         default_warps)."""
@@ -289,7 +282,7 @@ class Plan:
             interpreting() if by_count is None else by_count, warp_bound, pair_pool,
             bound_retry, tagged, stale_first, pool_quads,
             (PDL_MERGE if pdl is None else pdl) and not fused and not split_finish and not interpreting(),
-            poll, pool_set,
+            poll,
         )  # fmt: skip
 
 
@@ -566,7 +559,6 @@ def launch(
             NT=32 * plan.num_warps, FCAP=plan.fcap, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
             WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_folds, RETRY=plan.bound_retry,
             TAGGED=plan.tags, STALE_FIRST=plan.stale_first, PDL=pdl and "merge" in stages,
-            SET_TOP=plan.pool_set,
             num_warps=plan.num_warps, **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:
@@ -578,7 +570,7 @@ def launch(
             THRESHOLD=plan.threshold, GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw,
             SPLIT=plan.split_finish, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
             MPOOL_PAIRS=plan.pool_folds, TILE=plan.tile, num_warps=plan.merge_warps,
-            TAGGED=plan.tags, STALE_FIRST=plan.stale_first, SET_TOP=plan.pool_set,
+            TAGGED=plan.tags, STALE_FIRST=plan.stale_first,
             **({"PDL": True, "launch_pdl": True} if pdl else {}),
         )  # fmt: skip
     if plan.split_finish and "finish" in stages:

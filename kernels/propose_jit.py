@@ -278,7 +278,6 @@ def tile_kernel(
     TAGGED: tl.constexpr = False,
     STALE_FIRST: tl.constexpr = 0,
     PDL: tl.constexpr = False,
-    SET_TOP: tl.constexpr = False,
 ):
     """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
     and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
@@ -347,7 +346,7 @@ def tile_kernel(
                 row, V, n_tiles, tau_bits, tab_n, greedy_fast, sa, sb, sf, ktag, ftag,
                 d_tb, d_seed, d_rnd, d_pos,
                 POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, False,
-                MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE, TAGGED, STALE_FIRST, SET_TOP,
+                MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE, TAGGED, STALE_FIRST,
             )  # fmt: skip
 
 
@@ -690,7 +689,6 @@ def merge_kernel(
     PDL: tl.constexpr = False,
     TAGGED: tl.constexpr = False,
     STALE_FIRST: tl.constexpr = 0,
-    SET_TOP: tl.constexpr = False,
 ):
     """One program per row (the two-launch form): C, status, greedy or sampled path (clauses 2-9).
 
@@ -724,7 +722,7 @@ def merge_kernel(
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, best_ptr,
         row, V, n_tiles, tau_bits, tab_n, greedy_fast, sa, sb, sf, ktag, ftag, d_tb, d_seed, d_rnd, d_pos,
         POOL, MCAP, CHUNK, FCHUNK, TAB_ITERS, TRACE, SRC, USE_TL_TOPK, THRESHOLD, EARLY_DRAW, SPLIT,
-        MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE, TAGGED, STALE_FIRST, SET_TOP,
+        MPOOL_T, MPOOL_K, BY_COUNT, MPOOL_PAIRS, TILE, TAGGED, STALE_FIRST,
     )  # fmt: skip
     if TAGGED:
         tl.store(counter_ptr + row, _next_epoch(word))
@@ -781,15 +779,9 @@ def _merge_row(
     TILE: tl.constexpr,
     TAGGED: tl.constexpr,
     STALE_FIRST: tl.constexpr,
-    SET_TOP: tl.constexpr,
 ):
     """C of one row from its tiles' candidates (clause 3.2), then the finish (clauses 2.1, 3.3-9), or
     with SPLIT C and the flag word stored for finish_kernel.
-
-    SET_TOP (with a paired pool, no trace, no SPLIT): C comes as a set (_top32_runs skips the last
-    re-sort) and the finish takes a* and m from the row's largest key, the pool's maximum (every
-    tile's largest key is pooled and kept by its pair), which is reduced beside the network instead
-    of after it.
 
     Candidates and flags are read with .cg (through L2): in the fused kernel other programs wrote
     them during this launch. The merge pool's keys and the first chunk of flags are loaded before
@@ -827,10 +819,6 @@ def _merge_row(
             acc = tl.maximum(acc, f)
             fstart += FCHUNK
         fmax = tl.max(acc)
-    TOP_GIVEN: tl.constexpr = SET_TOP and MPOOL_T > 0 and MPOOL_PAIRS > 0 and not TRACE and not SPLIT
-    top = 0
-    if TOP_GIVEN:
-        top = tl.max(pool_q)
     if greedy_fast and TAGGED:
         # the pool holds every tile's lane 0, its largest key (the tiles of a greedy row store only it)
         best = tl.where(tl.arange(0, K_C) == 0, tl.max(pool_q), KEY_PAD)
@@ -850,7 +838,7 @@ def _merge_row(
         if MPOOL_PAIRS:
             best = _merge_pool_pairs(
                 cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, STALE_FIRST,
-                MPOOL_PAIRS, TOP_GIVEN,
+                MPOOL_PAIRS,
             )  # fmt: skip
         else:
             best, hot = _merge_pool(pool_keys, MPOOL_T, MPOOL_K, BY_COUNT)
@@ -875,17 +863,17 @@ def _merge_row(
         _greedy_outputs(row, best, fmax, tb_g, status_ptr, token_ptr, ids_ptr, tickets_ptr)
     elif EARLY_DRAW:  # (tb, k0..x3 from early_draw above)
         _finish_best(
-            logits_ptr, best, top, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
+            logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
             tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
-            TAB_ITERS, TRACE, SRC, True, BY_COUNT, TOP_GIVEN,
+            TAB_ITERS, TRACE, SRC, True, BY_COUNT,
         )  # fmt: skip
     else:
         tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
         zero_u = (tb & 0).to(tl.uint64)
         _finish_best(
-            logits_ptr, best, top, fmax, row, V, tb, zero_u, zero_u, zero_u, zero_u, zero_u, zero_u,
-            seed_ptr, round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr,
-            tickets_ptr, trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, SRC, False, BY_COUNT, TOP_GIVEN,
+            logits_ptr, best, fmax, row, V, tb, zero_u, zero_u, zero_u, zero_u, zero_u, zero_u, seed_ptr,
+            round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr,
+            trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, SRC, False, BY_COUNT,
         )  # fmt: skip
 
 
@@ -918,7 +906,6 @@ def _greedy_outputs(row, best, fmax, tb, status_ptr, token_ptr, ids_ptr, tickets
 def _finish_best(
     logits_ptr,
     best,
-    top,
     fmax,
     row,
     V,
@@ -946,10 +933,8 @@ def _finish_best(
     SRC: tl.constexpr,
     HAVE_DRAW: tl.constexpr,
     BY_COUNT: tl.constexpr,
-    TOP_GIVEN: tl.constexpr,
 ):
-    """finish_core from C (``best``; TOP_GIVEN: in any order, ``top`` its largest key) and the maximum
-    flag word of the row's tiles."""
+    """finish_core from C (``best``) and the maximum flag word of the row's tiles."""
     best = _one_per_thread(best)
     valid = best != KEY_PAD  # exactly the first K = min(32, V) lanes
     if TRACE:
@@ -959,9 +944,9 @@ def _finish_best(
     else:
         lb = tl.where(valid, key_bits32(best), 0)  # -0 as +0: no output bit changes (key_bits32)
     finish_core(
-        row, best, lb, top, (fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb, k0, k1, x0, x1, x2, x3,
+        row, best, lb, (fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb, k0, k1, x0, x1, x2, x3,
         seed_ptr, round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr,
-        tickets_ptr, trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, HAVE_DRAW, BY_COUNT, TOP_GIVEN,
+        tickets_ptr, trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, HAVE_DRAW, BY_COUNT,
     )  # fmt: skip
 
 
@@ -1009,9 +994,9 @@ def finish_kernel(
         x2 = k0
         x3 = k0
     _finish_best(
-        logits_ptr, best, 0, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
+        logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, seed_ptr, round_ptr, pos_ptr,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
-        TAB_ITERS, TRACE, SRC, EARLY_DRAW, ORDER_BY_COUNT, False,
+        TAB_ITERS, TRACE, SRC, EARLY_DRAW, ORDER_BY_COUNT,
     )  # fmt: skip
 
 
@@ -1107,68 +1092,6 @@ def _top32(flat, BY_COUNT: tl.constexpr):
     else:
         best = tl.topk(flat, K_C)
     return best
-
-
-@triton.constexpr_function
-def _log2c(n):
-    """log2 of a power of two, at compile time."""
-    return n.bit_length() - 1
-
-
-@triton.jit
-def _xor2(a, b):
-    return a ^ b
-
-
-@triton.jit
-def _cube_bit(N_DIMS: tl.constexpr, BIT: tl.constexpr):
-    """Bit BIT of the flat index, broadcastable over a hypercube [2] * N_DIMS (row-major: flat-index
-    bit b is dimension N_DIMS - 1 - b)."""
-    return tl.reshape(tl.arange(0, 2), [1] * (N_DIMS - 1 - BIT) + [2] + [1] * BIT)
-
-
-@triton.jit
-def _cube_merge(h, desc, STAGE: tl.constexpr, N_DIMS: tl.constexpr):
-    """One bitonic merge on the hypercube h ([2] * N_DIMS): every run of 2^STAGE consecutive lanes,
-    bitonic on entry, comes out sorted, descending where ``desc`` (0/1, broadcastable) is 1. The
-    partner across flat-index bit b is h XOR the XOR over that size-2 dimension: a register move, a
-    shuffle or a shared-memory exchange, as the layout places the bit."""
-    for b in tl.static_range(STAGE - 1, -1, -1):
-        partner = h ^ tl.reduce(h, N_DIMS - 1 - b, _xor2, keep_dims=True)
-        upper = _cube_bit(N_DIMS, b)
-        h = tl.where((h > partner) != ((desc ^ upper) != 0), partner, h)
-    return h
-
-
-@triton.jit
-def _top32_runs(q, RUN: tl.constexpr, SORTED: tl.constexpr):
-    """The 32 largest keys of ``q`` (power-of-two length >= 32) whose aligned runs of RUN lanes are
-    each bitonic on entry (the paired pool: _pool_pair_max, _fold_quads), descending when SORTED, else
-    as a bitonic run in no promised order (a set: the finish orders the slots by ID itself).
-
-    tl.topk's network (runs sorted in alternating directions, then halved by the lane-wise maximum of
-    neighbouring 32-runs, one ascending and one descending, which keeps the larger half of their union
-    as a bitonic run, and re-sorted) less what the input and the output make unnecessary: the stages
-    that sort runs shorter than RUN (they are bitonic already) and, for a set, the last re-sort: 25
-    compare-exchange rounds instead of 33 for 256 lanes in runs of 8. Exact on any keys (a sorting
-    network); its order is the GPU's (the interpreter's tests run it: test_kernel_select_order)."""
-    N_DIMS: tl.constexpr = _log2c(q.shape[0])
-    LOG_K: tl.constexpr = _log2c(K_C)
-    FIRST: tl.constexpr = _log2c(RUN)  # (runs of 1 lane: stage 0, no round)
-    tl.static_assert(RUN <= K_C)
-    h = tl.reshape(q, [2] * N_DIMS)
-    for s in tl.static_range(FIRST, LOG_K + 1):
-        if s < N_DIMS:  # noqa: SIM108 (constexpr branch)
-            h = _cube_merge(h, _cube_bit(N_DIMS, s), s, N_DIMS)
-        else:  # (32 lanes in all: the one run, descending)
-            h = _cube_merge(h, 1, s, N_DIMS)
-    for m in tl.static_range(N_DIMS - 1, LOG_K - 1, -1):  # m: dimensions after this halving
-        h = tl.max(h, axis=m - LOG_K)  # flat-index bit LOG_K
-        if m > LOG_K:
-            h = _cube_merge(h, _cube_bit(m, LOG_K), LOG_K, m)
-        elif SORTED:
-            h = _cube_merge(h, 1, LOG_K, m)
-    return tl.reshape(h, [K_C])
 
 
 @triton.jit
@@ -1372,10 +1295,8 @@ def _merge_pool_pairs(
     TAGGED: tl.constexpr,
     STALE_FIRST: tl.constexpr,
     FOLDS: tl.constexpr,
-    SET_TOP: tl.constexpr = False,
 ):
-    """C from the halved pool ``q`` (_pool_pair_max), the merge's first try when the pool pairs tiles;
-    with SET_TOP (and not BY_COUNT) in no promised order unless a pair is hot (_top32_runs).
+    """C from the halved pool ``q`` (_pool_pair_max), the merge's first try when the pool pairs tiles.
     FOLDS = 2 halves it once more (_fold_quads): the groups are then quads of tiles t, t + H / 2,
     t + H, t + 3 H / 2, and "pair" below reads "group" (a group's kept keys are still its MPOOL_K
     largest pooled keys, which is all the proof uses).
@@ -1398,10 +1319,7 @@ def _merge_pool_pairs(
     HOT: tl.constexpr = K_C // MPOOL_K
     if FOLDS == 2:
         q = _fold_quads(q, MPOOL_T, MPOOL_K)
-    if SET_TOP and not BY_COUNT:  # noqa: SIM108 (constexpr branch)
-        best = _top32_runs(q, MPOOL_K, False)
-    else:
-        best = _top32(q, BY_COUNT)
+    best = _top32(q, BY_COUNT)
     if MPOOL_K < K_C:
         tile = _key_tile(best, TILE)
         pair = tl.where(tile >= 0, tile % NG, -1)
@@ -1564,9 +1482,9 @@ def finish_row(
     tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
     zero_u = (tb & 0).to(tl.uint64)
     finish_core(
-        row, best, lb, 0, any_nan, any_pinf, any_live, tb, zero_u, zero_u, zero_u, zero_u, zero_u, zero_u,
+        row, best, lb, any_nan, any_pinf, any_live, tb, zero_u, zero_u, zero_u, zero_u, zero_u, zero_u,
         seed_ptr, round_ptr, pos_ptr, tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr,
-        trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, False, ORDER_BY_COUNT, False,
+        trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, False, ORDER_BY_COUNT,
     )  # fmt: skip
 
 
@@ -1604,7 +1522,6 @@ def finish_core(
     row,
     best,
     lb,
-    top,
     any_nan,
     any_pinf,
     any_live,
@@ -1631,25 +1548,17 @@ def finish_core(
     TRACE: tl.constexpr,
     HAVE_DRAW: tl.constexpr,
     BY_COUNT: tl.constexpr,
-    TOP_GIVEN: tl.constexpr = False,
 ):
     """finish_row with the temperature bits ``tb`` given and, when HAVE_DRAW, the row's draw words
-    (k0, k1, x0..x3 from early_draw); without HAVE_DRAW the draw is made here for sampled rows only.
-    TOP_GIVEN (never with TRACE): ``best`` holds C in any order and ``top`` is its largest key
-    (otherwise lane 0 holds it and ``top`` is unused)."""
+    (k0, k1, x0..x3 from early_draw); without HAVE_DRAW the draw is made here for sampled rows only."""
     lane = tl.arange(0, 32)
     lane64 = lane.to(tl.int64)
     lane0 = lane * 0
     valid = best != KEY_PAD
     ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
     n_valid = tl.sum(valid.to(tl.int64))
-    if TOP_GIVEN:
-        tl.static_assert(not TRACE)  # (lb is then key_bits32(best), so m's pattern is top's)
-        astar = 0xFFFFFFFF - (top & 0xFFFFFFFF)  # clause 3.3
-        mb = key_bits32(top)
-    else:
-        astar = tl.gather(ids, lane0, 0)  # clause 3.3, in every lane (one exchange, not a reduction)
-        mb = tl.gather(lb, lane0, 0)  # m's pattern in every lane (one exchange, not a reduction)
+    astar = tl.gather(ids, lane0, 0)  # clause 3.3, in every lane (one exchange, not a reduction)
+    mb = tl.gather(lb, lane0, 0)  # m's pattern in every lane (one exchange, not a reduction)
 
     # ---- clause 6.1: slots in ascending token ID; padding sorts last and carries +0. The IDs are
     # distinct, so sorting ID * 32 + lane orders the slots and leaves each slot's lane in 5 low bits.

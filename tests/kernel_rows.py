@@ -144,9 +144,6 @@ PLANS: dict[str, dict[str, Any]] = {
     # default plan (its paired pool included), the fused form with pool_small's pool
     "bitonic": {"by_count": False},
     "bitonic_fused_pool": {"by_count": False, "fused": True, "tile": 1024, "merge_pool": 64},
-    # the merge's C as a set from the pairs' bitonic runs (pool_set; _top32_runs) with pool_pair's pool
-    # (pair_hot's hot pair takes the sorted path)
-    "bitonic_set_pairs": {"by_count": False, "pool_set": True, "tile": 1024, "merge_pool": 128},
     # the column-group tile's per-warp bound (GPU ordering), and a compaction too small for column_block
     "warp_bound": {"by_count": False, "warp_bound": True, "bound_retry": True},
     # 8-warp programs (GPU ordering; WIDE_WARPS, a plan option since session 6)
@@ -171,8 +168,8 @@ ALL_VOCABS = (1, 7, 33, 4097, 9000)
 SMALL = {"small_tiles", "tiny_tiles"}  # many programs: slow under the interpreter
 LARGE_ONLY = {
     "prev_tile", "pool_small", "pool_pair", "pool_quads", "pool_unpaired", "two_launch_waits", "bitonic",
-    "bitonic_fused_pool", "bitonic_set_pairs", "warp_bound", "wide", "fcap64", "tagged_pairs",
-    "tagged_stale_keys", "tagged_stale_flags", "untagged_fused", "poll_stale",
+    "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "tagged_pairs", "tagged_stale_keys",
+    "tagged_stale_flags", "untagged_fused", "poll_stale",
 }  # (several tiles)  # fmt: skip
 # Triton's bitonic top-k is slow under the interpreter: the GPU-ordering plans run V = 9000 by
 # default (a partial last tile, every row kind) and V = 4097 as well in the deep profile; so do the
@@ -180,7 +177,6 @@ LARGE_ONLY = {
 # pool_small's pool, 8-warp tile programs) run in the deep profile only.
 DEEP_ONLY = {
     ("bitonic", 4097), ("bitonic_fused_pool", 4097), ("bitonic_fused_pool", 9000), ("pool_pair", 4097),
-    ("bitonic_set_pairs", 4097),
     ("wide", 4097), ("wide", 9000), ("warp_bound", 4097), ("pool_quads", 4097), ("tagged_pairs", 4097),
     ("tagged_stale_keys", 4097), ("tagged_stale_flags", 4097), ("untagged_fused", 4097), ("poll_stale", 4097),
 }  # fmt: skip
