@@ -129,6 +129,14 @@ PLANS: dict[str, dict[str, Any]] = {
     "2L-poll-w8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "num_warps": 8},
     "2L-poll-m8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "merge_warps": 8},
     "2L-poll-t2048": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "tile": 2048},
+    # session 12: the column-group tile's on-chip compaction (onchip: 1 gathers the values, 2 reloads them)
+    "2L-default": {},
+    "2L-onchip": {"onchip": 1},
+    "2L-onchip-reload": {"onchip": 2},
+    "2L-st400": {"stagger": 400},
+    "2L-st700": {"stagger": 700},
+    "2L-st1000": {"stagger": 1000},
+    "2L-st1400": {"stagger": 1400},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip
@@ -245,6 +253,7 @@ def main() -> int:
     ap.add_argument("--replays", type=int, default=100)
     ap.add_argument("--parts", action="store_true")
     ap.add_argument("--fuzz", type=int, default=0)
+    ap.add_argument("--fuzz-plans", default=",".join(FUZZ_PLANS), help="the plans --fuzz checks")
     ap.add_argument("--bf16", action="store_true", help="also time the default plan on bf16 logits")
     ap.add_argument(
         "--clustered",
@@ -336,12 +345,9 @@ def main() -> int:
             if DEVICE == "cuda":
                 torch.cuda.empty_cache()
     small = (1, 31, 33, 300)
+    fuzz_plans = [n for n in args.fuzz_plans.split(",") if n]
     fuzz = (
-        (
-            fuzz_check(args.fuzz, list(FUZZ_PLANS), small)
-            if args.dry
-            else fuzz_check(args.fuzz, list(FUZZ_PLANS))
-        )
+        (fuzz_check(args.fuzz, fuzz_plans, small) if args.dry else fuzz_check(args.fuzz, fuzz_plans))
         if args.fuzz
         else None
     )

@@ -60,6 +60,9 @@ PAIR_POOL = True  # the merge halves its pool by pairing tiles first (_merge_poo
 POOL_QUADS = False  # the merge halves the paired pool once more (quads of tiles, _fold_quads):
 # H200, B = 4 56.7 against 58.4 us, but B = 1 51.8 against 51.2, B = 2 54.0 against 52.8 and
 # clustered rows B = 1 70.5 against 66.7, B = 4 77.1 against 72.7 (benchmarks/NOTES.md item 38)
+ONCHIP_COMPACTION = 0  # 1, 2: the column-group tile's common case (<= 64 selected) takes its selected
+# elements through shared memory (propose_jit._onchip_top32) instead of a scratch row (1: the values
+# gathered from the tile's keys in shared memory, 2: reloaded from the logits)
 TAGGED_ARRIVAL = True  # the fused form's tagged arrival (tile_kernel: no release / acquire on the
 # last program's path, the merge's loads before the arrival)
 TAG_MAX_VOCAB = 1 << 24  # tagged keys need IDs below 2^24 (the tag shares the ID word)
@@ -140,6 +143,10 @@ class Plan:
     are scheduled once every tile program has started; not under the interpreter, and only on
     devices of compute capability 9.0 or later); ``poll``: the two-launch merge polls the tile
     programs' tagged words (``tags``) instead of waiting for the tile grid's end (merge_kernel).
+    ``onchip`` (1, 2; 0: off): the column-group tile compacts its common case (<= 64 selected) on chip
+    (propose_jit._onchip_top32: a histogram and a gather; 1 gathers the values too, 2 reloads them).
+    ``stagger`` (ns; 0: off; GPU only): tile program pid waits (pid // SMs) * stagger ns before it loads,
+    so that the SMs' programs load in turn instead of all at once (for plans of one wave).
     """
 
     batch: int
@@ -172,6 +179,8 @@ class Plan:
     pool_quads: bool = POOL_QUADS
     pdl: bool = False
     poll: bool = False
+    onchip: int = ONCHIP_COMPACTION
+    stagger: int = 0
 
     @property
     def launches(self) -> int:
@@ -249,6 +258,8 @@ class Plan:
         pool_quads: bool = POOL_QUADS,
         pdl: bool | None = None,
         poll: bool | None = None,
+        onchip: int = ONCHIP_COMPACTION,
+        stagger: int = 0,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile,
         default_warps)."""
@@ -282,7 +293,7 @@ class Plan:
             interpreting() if by_count is None else by_count, warp_bound, pair_pool,
             bound_retry, tagged, stale_first, pool_quads,
             (PDL_MERGE if pdl is None else pdl) and not fused and not split_finish and not interpreting(),
-            poll,
+            poll, onchip, 0 if interpreting() else stagger,
         )  # fmt: skip
 
 
@@ -558,7 +569,8 @@ def launch(
             GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw, FAST=plan.fast_tile,
             NT=32 * plan.num_warps, FCAP=plan.fcap, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
             WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_folds, RETRY=plan.bound_retry,
-            TAGGED=plan.tags, STALE_FIRST=plan.stale_first, PDL=pdl and "merge" in stages,
+            TAGGED=plan.tags, STALE_FIRST=plan.stale_first, PDL=pdl and "merge" in stages, ONCHIP=plan.onchip,
+            STAGGER=plan.stagger, SLOTS=_slots(bits.device) if plan.stagger else 1,
             num_warps=plan.num_warps, **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:
@@ -582,6 +594,11 @@ def launch(
 
 
 @functools.cache
+def _slots(device: torch.device) -> int:
+    """The device's SM count (the stagger's slot width)."""
+    return int(torch.cuda.get_device_properties(device).multi_processor_count)
+
+
 def _grid_dependency_control(device: torch.device) -> bool:
     """Whether the device runs programmatic dependent launches (griddepcontrol: sm_90 and later)."""
     return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
