@@ -137,6 +137,14 @@ PLANS: dict[str, dict[str, Any]] = {
     "2L-st700": {"stagger": 700},
     "2L-st1000": {"stagger": 1000},
     "2L-st1400": {"stagger": 1400},
+    "2L-st200": {"stagger": 200},
+    "2L-st300": {"stagger": 300},
+    "2L-st500": {"stagger": 500},
+    "2L-st400-w5": {"stagger": 400, "stagger_wave": 5},
+    "2L-st150": {"stagger": 150},
+    "2L-st250": {"stagger": 250},
+    "2L-st450": {"stagger": 450},
+    "2L-st600": {"stagger": 600},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip
@@ -150,7 +158,7 @@ GREEDY_PLANS = (
     "default", "F-warp", "2L-warp", "F-untagged", "F-w4", "F-r128", "F-r96", "F-r80", "2L-r128", "2L-r96",
     "2L-r80", "2L-r112", "F-r168", "2L", "2L-m1", "2L-m2", "2L-pdl", "2L-pdl-m1", "2L-pdl-m2",
     "2L-poll", "2L-pdl-r0", "2L-poll-r0", "2L-pdl-r80", "2L-poll-r80", "2L-pdl-m8",
-    "2L-poll-noretry", "F-prev",
+    "2L-poll-noretry", "F-prev", "2L-default", "2L-st300", "2L-st400", "2L-st450", "2L-st250",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
                "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip
@@ -255,6 +263,7 @@ def main() -> int:
     ap.add_argument("--fuzz", type=int, default=0)
     ap.add_argument("--fuzz-plans", default=",".join(FUZZ_PLANS), help="the plans --fuzz checks")
     ap.add_argument("--bf16", action="store_true", help="also time the default plan on bf16 logits")
+    ap.add_argument("--bf16-named", action="store_true", help="with --bf16: time the named plans on bf16 too")
     ap.add_argument(
         "--clustered",
         action="store_true",
@@ -299,7 +308,7 @@ def main() -> int:
                 for bufs in case.sets:
                     for buf in bufs:
                         buf[:, :512] += 8
-            plans = names if dname == "fp32" else ["thr-F-t4096-w4", "extract-2L-t4096-w4"]
+            plans = names if dname == "fp32" or args.bf16_named else ["thr-F-t4096-w4", "extract-2L-t4096-w4"]
             for temp_name, temp in (("sampled", case.t_sampled), ("greedy", case.t_greedy)):
                 ref: list[torch.Tensor] | None = None
                 for name in plans:

@@ -181,6 +181,7 @@ class Plan:
     poll: bool = False
     onchip: int = ONCHIP_COMPACTION
     stagger: int = 0
+    stagger_wave: int = 8
 
     @property
     def launches(self) -> int:
@@ -260,6 +261,7 @@ class Plan:
         poll: bool | None = None,
         onchip: int = ONCHIP_COMPACTION,
         stagger: int = 0,
+        stagger_wave: int = 8,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile,
         default_warps)."""
@@ -293,7 +295,7 @@ class Plan:
             interpreting() if by_count is None else by_count, warp_bound, pair_pool,
             bound_retry, tagged, stale_first, pool_quads,
             (PDL_MERGE if pdl is None else pdl) and not fused and not split_finish and not interpreting(),
-            poll, onchip, 0 if interpreting() else stagger,
+            poll, onchip, 0 if interpreting() else stagger, stagger_wave,
         )  # fmt: skip
 
 
@@ -571,6 +573,7 @@ def launch(
             WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_folds, RETRY=plan.bound_retry,
             TAGGED=plan.tags, STALE_FIRST=plan.stale_first, PDL=pdl and "merge" in stages, ONCHIP=plan.onchip,
             STAGGER=plan.stagger, SLOTS=_slots(bits.device) if plan.stagger else 1,
+            WAVE=plan.stagger_wave,
             num_warps=plan.num_warps, **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:

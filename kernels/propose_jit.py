@@ -308,6 +308,7 @@ def tile_kernel(
     ONCHIP: tl.constexpr = 0,
     STAGGER: tl.constexpr = 0,
     SLOTS: tl.constexpr = 1,
+    WAVE: tl.constexpr = 8,
 ):
     """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
     and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
@@ -336,8 +337,9 @@ def tile_kernel(
     pid = tl.program_id(0).to(tl.int64)
     if PDL:  # the two-launch merge may be scheduled now; it waits (gdc_wait) for this grid's stores
         gdc_launch_dependents()
-    if STAGGER > 0:  # (GPU only) the program's slot on its SM, ~pid // SLOTS, starts loading later
-        _hold(pid // SLOTS * STAGGER)
+    if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime) (GPU only) slot ~pid // SLOTS loads later
+        if pid < SLOTS * WAVE:  # (programs past the first wave start late anyway)
+            _hold(pid // SLOTS * STAGGER)
     row = pid // n_tiles
     tile = pid - row * n_tiles
     greedy_fast = False
