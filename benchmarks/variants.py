@@ -129,10 +129,9 @@ PLANS: dict[str, dict[str, Any]] = {
     "2L-poll-w8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "num_warps": 8},
     "2L-poll-m8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "merge_warps": 8},
     "2L-poll-t2048": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "tile": 2048},
-    # session 12: the column-group tile's on-chip compaction (onchip: 1 gathers the values, 2 reloads them)
-    "2L-default": {},
-    "2L-onchip": {"onchip": 1},
-    "2L-onchip-reload": {"onchip": 2},
+    # session 12: the default, and the tile programs' stagger (ns per SM slot; the default since session 12)
+    "2L-default": {},  # (calls 1-4 of session 12: no stagger; the default since then)
+    "2L-nostagger": {"stagger": 0},
     "2L-st400": {"stagger": 400},
     "2L-st700": {"stagger": 700},
     "2L-st1000": {"stagger": 1000},
@@ -159,6 +158,7 @@ GREEDY_PLANS = (
     "2L-r80", "2L-r112", "F-r168", "2L", "2L-m1", "2L-m2", "2L-pdl", "2L-pdl-m1", "2L-pdl-m2",
     "2L-poll", "2L-pdl-r0", "2L-poll-r0", "2L-pdl-r80", "2L-poll-r80", "2L-pdl-m8",
     "2L-poll-noretry", "F-prev", "2L-default", "2L-st300", "2L-st400", "2L-st450", "2L-st250",
+    "2L-nostagger",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
                "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip

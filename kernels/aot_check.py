@@ -199,13 +199,16 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "RETRY": kp.BOUND_RETRY and fused,
                         "TAGGED": (fused or kp.MERGE_POLL) and threshold and kp.TAGGED_ARRIVAL,
                         "STALE_FIRST": 0, "PDL": not fused and kp.PDL_MERGE,
-                        "ONCHIP": kp.ONCHIP_COMPACTION, "STAGGER": 0, "SLOTS": 1, "WAVE": 8,
+                        "STAGGER": 0, "SLOTS": 1, "WAVE": 8,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
                         f"{'' if threshold else '/extract'}{'/tl.topk' if topk else ''}"
                     )
                     out.append(("tile_kernel", name, sig, consts))
+                    if not fused and threshold and not trace and src == 0:  # the default's stagger (H200)
+                        stagger = {**consts, "STAGGER": kp.stagger_ns(132, kp.TILE, 4), "SLOTS": 132}
+                        out.append(("tile_kernel", f"{name}/stagger", sig, stagger))
                     if fused and threshold and not trace and everything:  # the 8-warp plan option
                         wide = {**consts, "NT": 32 * kp.WIDE_WARPS}
                         out.append(("tile_kernel", f"{name}/w{kp.WIDE_WARPS}", sig, wide))

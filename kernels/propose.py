@@ -60,9 +60,6 @@ PAIR_POOL = True  # the merge halves its pool by pairing tiles first (_merge_poo
 POOL_QUADS = False  # the merge halves the paired pool once more (quads of tiles, _fold_quads):
 # H200, B = 4 56.7 against 58.4 us, but B = 1 51.8 against 51.2, B = 2 54.0 against 52.8 and
 # clustered rows B = 1 70.5 against 66.7, B = 4 77.1 against 72.7 (benchmarks/NOTES.md item 38)
-ONCHIP_COMPACTION = 0  # 1, 2: the column-group tile's common case (<= 64 selected) takes its selected
-# elements through shared memory (propose_jit._onchip_top32) instead of a scratch row (1: the values
-# gathered from the tile's keys in shared memory, 2: reloaded from the logits)
 TAGGED_ARRIVAL = True  # the fused form's tagged arrival (tile_kernel: no release / acquire on the
 # last program's path, the merge's loads before the arrival)
 TAG_MAX_VOCAB = 1 << 24  # tagged keys need IDs below 2^24 (the tag shares the ID word)
@@ -97,6 +94,14 @@ PDL_MERGE = True  # the two-launch merge as a programmatic dependent launch of t
 # position at every B; benchmarks/NOTES.md item 57)
 MERGE_POLL = True  # the two-launch merge polls the tile programs' tagged words instead of waiting for
 # the tile grid to end (H200, session 9: a further -0.2 to -0.8 us per position; item 58)
+STAGGER_BYTES_PER_NS = 4800  # the two-launch tile programs load in turn by SM slot (``Plan.stagger``):
+# slot g (program pid, g = pid // SMs) waits g times the time the HBM takes for one slot's tiles at
+# this rate (the H200's 4.8 TB/s), so that DRAM serves the slots in turn and each slot's selection
+# overlaps the next slot's loads instead of every program loading at once and then computing at once.
+# H200, session 12 (benchmarks/NOTES.md item 65): fp32 B = 16 65.0 -> 61.8 us, B = 64 132.3 -> 127.5,
+# bf16 best at about half the fp32 wait (its tiles have half the bytes), B <= 4 unchanged
+STAGGER_WAVE = 8  # the stagger covers the first STAGGER_WAVE slots (64-register tile programs: eight
+# per SM); later programs start as earlier ones end (H200, B = 64: 127.5 against 130.8 with 5)
 LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # clause 1.2
 _SRC_KIND = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # ieee_jit.SRC_*
 Outputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -143,10 +148,9 @@ class Plan:
     are scheduled once every tile program has started; not under the interpreter, and only on
     devices of compute capability 9.0 or later); ``poll``: the two-launch merge polls the tile
     programs' tagged words (``tags``) instead of waiting for the tile grid's end (merge_kernel).
-    ``onchip`` (1, 2; 0: off): the column-group tile compacts its common case (<= 64 selected) on chip
-    (propose_jit._onchip_top32: a histogram and a gather; 1 gathers the values too, 2 reloads them).
-    ``stagger`` (ns; 0: off; GPU only): tile program pid waits (pid // SMs) * stagger ns before it loads,
-    so that the SMs' programs load in turn instead of all at once (for plans of one wave).
+    ``stagger`` (ns; 0: off; None: stagger_ns for the two-launch form on a GPU, else off; never under
+    the interpreter): tile program pid < SMs * ``stagger_wave`` waits (pid // SMs) * stagger ns
+    before it loads (STAGGER_BYTES_PER_NS). Timing only: no output depends on it.
     """
 
     batch: int
@@ -179,9 +183,8 @@ class Plan:
     pool_quads: bool = POOL_QUADS
     pdl: bool = False
     poll: bool = False
-    onchip: int = ONCHIP_COMPACTION
-    stagger: int = 0
-    stagger_wave: int = 8
+    stagger: int | None = None
+    stagger_wave: int = STAGGER_WAVE
 
     @property
     def launches(self) -> int:
@@ -259,9 +262,8 @@ class Plan:
         pool_quads: bool = POOL_QUADS,
         pdl: bool | None = None,
         poll: bool | None = None,
-        onchip: int = ONCHIP_COMPACTION,
-        stagger: int = 0,
-        stagger_wave: int = 8,
+        stagger: int | None = None,
+        stagger_wave: int = STAGGER_WAVE,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile,
         default_warps)."""
@@ -295,7 +297,7 @@ class Plan:
             interpreting() if by_count is None else by_count, warp_bound, pair_pool,
             bound_retry, tagged, stale_first, pool_quads,
             (PDL_MERGE if pdl is None else pdl) and not fused and not split_finish and not interpreting(),
-            poll, onchip, 0 if interpreting() else stagger, stagger_wave,
+            poll, stagger, stagger_wave,
         )  # fmt: skip
 
 
@@ -561,6 +563,7 @@ def launch(
     pool_t, pool_k = plan.pool_shape
     vocab = plan.vocab
     pdl = plan.pdl and _grid_dependency_control(bits.device)
+    stagger = _stagger(plan, bits.device, src)
     if "tile" in stages:
         propose_jit.tile_kernel[(plan.batch * plan.n_tiles,)](
             bits, ws.cand, ws.flags, ws.scratch, ws.mscratch, ws.counter, *common,
@@ -571,9 +574,9 @@ def launch(
             GREEDY_FAST=plan.greedy_fast, EARLY_DRAW=plan.early_draw, FAST=plan.fast_tile,
             NT=32 * plan.num_warps, FCAP=plan.fcap, MPOOL_T=pool_t, MPOOL_K=pool_k, BY_COUNT=plan.by_count,
             WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_folds, RETRY=plan.bound_retry,
-            TAGGED=plan.tags, STALE_FIRST=plan.stale_first, PDL=pdl and "merge" in stages, ONCHIP=plan.onchip,
-            STAGGER=plan.stagger, SLOTS=_slots(bits.device) if plan.stagger else 1,
-            WAVE=plan.stagger_wave,
+            TAGGED=plan.tags, STALE_FIRST=plan.stale_first, PDL=pdl and "merge" in stages,
+            STAGGER=stagger, SLOTS=_slots(bits.device) if stagger else 1,
+            WAVE=plan.stagger_wave if stagger else STAGGER_WAVE,
             num_warps=plan.num_warps, **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:
@@ -600,6 +603,25 @@ def launch(
 def _slots(device: torch.device) -> int:
     """The device's SM count (the stagger's slot width)."""
     return int(torch.cuda.get_device_properties(device).multi_processor_count)
+
+
+def stagger_ns(slots: int, tile: int, itemsize: int) -> int:
+    """The default wait per slot (ns): the time one slot's tiles (slots x tile x itemsize bytes) take at
+    STAGGER_BYTES_PER_NS, rounded up."""
+    return -(-slots * tile * itemsize // STAGGER_BYTES_PER_NS)
+
+
+def _stagger(plan: Plan, device: torch.device, src: int) -> int:
+    """The tile programs' wait per SM slot for this launch (``Plan.stagger``): 0 under the interpreter,
+    off a GPU, in the fused form (not measured) and when every program has a slot of its own."""
+    if interpreting() or device.type != "cuda":
+        return 0
+    if plan.stagger is not None:
+        return plan.stagger
+    slots = _slots(device)
+    if plan.fused or plan.batch * plan.n_tiles <= slots:
+        return 0
+    return stagger_ns(slots, plan.tile, 4 if src == _SRC_KIND[torch.float32] else 2)
 
 
 def _grid_dependency_control(device: torch.device) -> bool:

@@ -305,7 +305,6 @@ def tile_kernel(
     TAGGED: tl.constexpr = False,
     STALE_FIRST: tl.constexpr = 0,
     PDL: tl.constexpr = False,
-    ONCHIP: tl.constexpr = 0,
     STAGGER: tl.constexpr = 0,
     SLOTS: tl.constexpr = 1,
     WAVE: tl.constexpr = 8,
@@ -337,8 +336,10 @@ def tile_kernel(
     pid = tl.program_id(0).to(tl.int64)
     if PDL:  # the two-launch merge may be scheduled now; it waits (gdc_wait) for this grid's stores
         gdc_launch_dependents()
-    if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime) (GPU only) slot ~pid // SLOTS loads later
-        if pid < SLOTS * WAVE:  # (programs past the first wave start late anyway)
+    if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime)
+        # (GPU only; timing, not bits) SM slot g = pid // SLOTS of the first WAVE loads g * STAGGER ns
+        # late, so that the slots' loads reach DRAM in turn (propose.STAGGER_BYTES_PER_NS)
+        if pid >= SLOTS and pid < SLOTS * WAVE:
             _hold(pid // SLOTS * STAGGER)
     row = pid // n_tiles
     tile = pid - row * n_tiles
@@ -352,7 +353,7 @@ def tile_kernel(
     if FAST:
         _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
-            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND, RETRY, ONCHIP,
+            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND, RETRY,
         )  # fmt: skip
     else:
         _tile_part(
@@ -549,7 +550,6 @@ def _tile_fast(
     BY_COUNT: tl.constexpr,
     WARP_BOUND: tl.constexpr,
     RETRY: tl.constexpr,
-    ONCHIP: tl.constexpr = 0,
 ):
     """The tile's candidates and flags (as _tile_part) with per-thread groups and little per-element work.
 
@@ -637,12 +637,7 @@ def _tile_fast(
             bits = gtb | (eqb & _group_bits(tl.where(loc <= _kth32_smallest(tmin), bit, 0), NT, GW))
             cnt = _popc32(bits)
             n_sel = tl.sum(cnt)
-        if ONCHIP != 0 and n_sel <= SMALL_SEL:
-            top = _onchip_top32(
-                sk, bits, cnt, n_sel, base, first_id, TILE, NT, GW, SMALL_SEL, SRC, BY_COUNT, ONCHIP == 2
-            )
-            tl.store(out + l32, top ^ ktag)
-        elif n_sel <= FCAP:
+        if n_sel <= FCAP:
             s_idx = scratch_ptr + pid * FCAP
             slot = tl.cumsum(cnt, 0) - cnt
             kmax = tl.max(cnt)
@@ -671,44 +666,6 @@ def _tile_fast(
                 logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
                 greedy_fast, ktag, ftag, TILE, GROUPS, CAP, SRC, USE_TL_TOPK, True,
             )  # fmt: skip
-
-
-@triton.jit
-def _onchip_top32(
-    sk, bits, cnt, n_sel, base, first_id, TILE: tl.constexpr, NT: tl.constexpr, GW: tl.constexpr,
-    N: tl.constexpr, SRC: tl.constexpr, BY_COUNT: tl.constexpr, RELOAD: tl.constexpr,
-):  # fmt: skip
-    """_tile_fast's top 32 keys of its n_sel <= N selected elements without the scratch row: lane j of
-    N takes the selected element that the scratch path stores at slot j (column t(j), its k-th set
-    bit), and its value key comes from sk through shared memory (tl.gather; RELOAD: from the logits
-    again, as the scratch path does).
-
-    t(j), the column whose slots [end - cnt, end) hold j, is the number of columns with end <= j
-    (ends ascend): a histogram of max(end - 1, 0) over N bins (end <= n_sel <= N: every value lies in
-    a bin) gives #{end - 1 <= j - 1} as its exclusive prefix sum at j >= 1, and lane 0 adds the
-    columns with end = 0. The lanes' order is irrelevant to the top 32 (keys are unique)."""
-    end = tl.cumsum(cnt, 0)
-    z = tl.sum((end == 0).to(tl.int32))
-    h = tl.histogram(tl.maximum(end - 1, 0), N)
-    lane = tl.arange(0, N)
-    live = lane < n_sel
-    t = tl.minimum(tl.cumsum(h, 0) - h + tl.where(lane == 0, z, 0), NT - 1)
-    packed = tl.gather(((end - cnt).to(tl.int64) << 32) | bits.to(tl.uint32, bitcast=True).to(tl.int64), t, 0)
-    k = lane - (packed >> 32).to(tl.int32)
-    w = packed.to(tl.int32)  # (the low word: the column's mask)
-    kmax = tl.max(tl.where(live, k, 0))
-    i = kmax * 0
-    while i < kmax:  # drop the column's k lowest selected bits
-        w = tl.where(i < k, w & (w - 1), w)
-        i += 1
-    bi = _bit_index(w & -w)
-    li = tl.where(live, (bi // GW) * (NT * GW) + t * GW + (bi % GW), 0)
-    if RELOAD:  # (from L1 or L2, as the scratch path's second round trip)
-        v = value_key32(load_bits_i32(base, li, live, SRC))
-    else:
-        v = tl.gather(tl.reshape(sk, [TILE]), li, 0)
-    key = tl.where(live, (v.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + li)), KEY_PAD)
-    return _top32(key, BY_COUNT)
 
 
 @triton.jit

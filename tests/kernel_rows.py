@@ -149,11 +149,6 @@ PLANS: dict[str, dict[str, Any]] = {
     # 8-warp programs (GPU ordering; WIDE_WARPS, a plan option since session 6)
     "wide": {"by_count": False, "num_warps": 8, "fused": True},
     "fcap64": {"fcap": 64, "fused": True},
-    # the column-group tile's on-chip compaction (onchip: histogram and gathers), by counts and with the
-    # GPU's ordering
-    "onchip": {"onchip": 1},
-    "onchip_reload": {"onchip": 2},
-    "onchip_bitonic": {"onchip": 1, "by_count": False},
     # the fused form's tagged arrival with pool_pair's pool (pair_hot reloads tagged lists); the same
     # with the merge's first look at the pool's keys and the hot lists stale, or at the flags (its
     # reload loops must run: taken as they are, the keys name other IDs and the flags a NaN); the
@@ -173,7 +168,7 @@ ALL_VOCABS = (1, 7, 33, 4097, 9000)
 SMALL = {"small_tiles", "tiny_tiles"}  # many programs: slow under the interpreter
 LARGE_ONLY = {
     "prev_tile", "pool_small", "pool_pair", "pool_quads", "pool_unpaired", "two_launch_waits", "bitonic",
-    "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "onchip_bitonic", "tagged_pairs",
+    "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "tagged_pairs",
     "tagged_stale_keys", "tagged_stale_flags", "untagged_fused", "poll_stale",
 }  # (several tiles)  # fmt: skip
 # Triton's bitonic top-k is slow under the interpreter: the GPU-ordering plans run V = 9000 by
@@ -182,7 +177,7 @@ LARGE_ONLY = {
 # pool_small's pool, 8-warp tile programs) run in the deep profile only.
 DEEP_ONLY = {
     ("bitonic", 4097), ("bitonic_fused_pool", 4097), ("bitonic_fused_pool", 9000), ("pool_pair", 4097),
-    ("wide", 4097), ("wide", 9000), ("warp_bound", 4097), ("onchip_bitonic", 4097), ("pool_quads", 4097),
+    ("wide", 4097), ("wide", 9000), ("warp_bound", 4097), ("pool_quads", 4097),
     ("tagged_pairs", 4097),
     ("tagged_stale_keys", 4097), ("tagged_stale_flags", 4097), ("untagged_fused", 4097), ("poll_stale", 4097),
 }  # fmt: skip

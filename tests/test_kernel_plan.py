@@ -150,3 +150,31 @@ def test_probe_timeline_anchors_exist() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert "_probe(" in module.probed_source()
+
+
+def test_stagger_defaults() -> None:
+    """The tile programs' stagger (timing only): one slot's tiles at STAGGER_BYTES_PER_NS, rounded up
+    (an H200: 132 SMs x 16 KiB of binary32 tiles, 451 ns; bfloat16 half of that); off under the
+    interpreter and off a GPU, explicit values kept on a GPU, and the default only where a second
+    slot exists in the two-launch form."""
+    assert kp.stagger_ns(132, 4096, 4) == 451  # ceil(2,162,688 / 4800)
+    assert kp.stagger_ns(132, 4096, 2) == 226
+    assert kp.stagger_ns(1, 1, 1) == 1
+    plan = kp.Plan.for_shape(16, 163_840)
+    assert plan.stagger is None
+    assert plan.stagger_wave == kp.STAGGER_WAVE
+    assert kp._stagger(plan, torch.device("cpu"), 0) == 0
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, stagger=300), torch.device("cpu"), 0) == 0
+
+
+def test_stagger_choice_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """_stagger as a compiled launch on an H200 sees it (132 SMs; the interpreter switched off here)."""
+    monkeypatch.setattr(kp, "interpreting", lambda: False)
+    monkeypatch.setattr(kp, "_slots", lambda device: 132)
+    gpu = torch.device("cuda")
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False), gpu, 0) == 451  # 640 programs
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False), gpu, 1) == 226  # bfloat16
+    assert kp._stagger(kp.Plan.for_shape(3, 163_840, fused=False), gpu, 0) == 0  # 120 programs: one slot
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=True), gpu, 0) == 0  # not measured fused
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False, stagger=0), gpu, 0) == 0
+    assert kp._stagger(kp.Plan.for_shape(1, 163_840, stagger=700), gpu, 0) == 700
