@@ -129,8 +129,9 @@ PLANS: dict[str, dict[str, Any]] = {
     "2L-poll-w8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "num_warps": 8},
     "2L-poll-m8": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "merge_warps": 8},
     "2L-poll-t2048": {**_2L, "maxnreg": 0, "pdl": True, "poll": True, "tile": 2048},
-    # session 12: the default, and the tile programs' stagger (ns per SM slot; the default since session 12)
-    "2L-default": {},  # (calls 1-4 of session 12: no stagger; the default since then)
+    # session 12: the tile programs' stagger (ns per SM slot; 2L-default had none in calls 1-4, since
+    # 541f5d6 it has the default stagger)
+    "2L-default": {},
     "2L-nostagger": {"stagger": 0},
     "2L-st400": {"stagger": 400},
     "2L-st700": {"stagger": 700},

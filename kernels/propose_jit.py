@@ -218,30 +218,21 @@ def _row_tags(counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr, row, TAGGED: 
 
 
 @triton.jit
-def _now(dep):
-    """%globaltimer (ns; GPU only), read after dep is known."""
+def _globaltimer(dep, nap):
+    """%globaltimer (ns; GPU only), read once dep is known, after a 128 ns nanosleep when nap != 0."""
     return tl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.s64 p, $1, -7777; @p mov.u64 $0, %globaltimer; @!p mov.u64 $0, 0; }",
-        "=l,l", [dep.to(tl.int64)], dtype=tl.int64, is_pure=False, pack=1,
-    )  # fmt: skip
-
-
-@triton.jit
-def _nap(dep):
-    """nanosleep 128 ns, then %globaltimer (GPU only)."""
-    return tl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.s64 p, $1, -7777; @p nanosleep.u32 128; mov.u64 $0, %globaltimer; }",
-        "=l,l", [dep.to(tl.int64)], dtype=tl.int64, is_pure=False, pack=1,
+        "{ .reg .pred p; setp.ne.s64 p, $2, 0; @p nanosleep.u32 128; mov.u64 $0, %globaltimer; }",
+        "=l,l,l", [dep.to(tl.int64), nap.to(tl.int64)], dtype=tl.int64, is_pure=False, pack=1,
     )  # fmt: skip
 
 
 @triton.jit
 def _hold(d):
     """Wait about d ns (GPU only): a timing aid, no effect on any output."""
-    t0 = _now(d)
+    t0 = _globaltimer(d, d * 0)
     t = t0
     while t < t0 + d:
-        t = _nap(t)
+        t = _globaltimer(t, d * 0 + 1)
 
 
 @triton.jit
