@@ -199,15 +199,16 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "RETRY": kp.BOUND_RETRY and fused,
                         "TAGGED": (fused or kp.MERGE_POLL) and threshold and kp.TAGGED_ARRIVAL,
                         "STALE_FIRST": 0, "PDL": not fused and kp.PDL_MERGE,
-                        "STAGGER": 0, "SLOTS": 1, "WAVE": 8,
+                        "STAGGER": 0, "SLOTS": 1, "WAVE": kp.STAGGER_WAVE,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
                         f"{'' if threshold else '/extract'}{'/tl.topk' if topk else ''}"
                     )
                     out.append(("tile_kernel", name, sig, consts))
-                    if not fused and threshold and not trace and src == 0:  # the default's stagger (H200)
-                        stagger = {**consts, "STAGGER": kp.stagger_ns(132, kp.TILE, 4), "SLOTS": 132}
+                    if not fused and threshold and not trace and src == 0:  # the default's stagger
+                        sms = 132  # (an H200's)
+                        stagger = {**consts, "STAGGER": kp.stagger_ns(sms, kp.TILE, 4), "SLOTS": sms}
                         out.append(("tile_kernel", f"{name}/stagger", sig, stagger))
                     if fused and threshold and not trace and everything:  # the 8-warp plan option
                         wide = {**consts, "NT": 32 * kp.WIDE_WARPS}

@@ -168,8 +168,8 @@ ALL_VOCABS = (1, 7, 33, 4097, 9000)
 SMALL = {"small_tiles", "tiny_tiles"}  # many programs: slow under the interpreter
 LARGE_ONLY = {
     "prev_tile", "pool_small", "pool_pair", "pool_quads", "pool_unpaired", "two_launch_waits", "bitonic",
-    "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "tagged_pairs",
-    "tagged_stale_keys", "tagged_stale_flags", "untagged_fused", "poll_stale",
+    "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "tagged_pairs", "tagged_stale_keys",
+    "tagged_stale_flags", "untagged_fused", "poll_stale",
 }  # (several tiles)  # fmt: skip
 # Triton's bitonic top-k is slow under the interpreter: the GPU-ordering plans run V = 9000 by
 # default (a partial last tile, every row kind) and V = 4097 as well in the deep profile; so do the
@@ -177,8 +177,7 @@ LARGE_ONLY = {
 # pool_small's pool, 8-warp tile programs) run in the deep profile only.
 DEEP_ONLY = {
     ("bitonic", 4097), ("bitonic_fused_pool", 4097), ("bitonic_fused_pool", 9000), ("pool_pair", 4097),
-    ("wide", 4097), ("wide", 9000), ("warp_bound", 4097), ("pool_quads", 4097),
-    ("tagged_pairs", 4097),
+    ("wide", 4097), ("wide", 9000), ("warp_bound", 4097), ("pool_quads", 4097), ("tagged_pairs", 4097),
     ("tagged_stale_keys", 4097), ("tagged_stale_flags", 4097), ("untagged_fused", 4097), ("poll_stale", 4097),
 }  # fmt: skip
 
