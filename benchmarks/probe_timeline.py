@@ -169,12 +169,12 @@ def load_probed() -> Any:
     return mod
 
 
-def run(batch: int, vocab: int, calls: int, fused: bool) -> dict[str, Any]:
+def run(batch: int, vocab: int, calls: int, fused: bool, options: dict[str, Any]) -> dict[str, Any]:
     dev = torch.device("cuda")
     gen = torch.Generator(device=dev).manual_seed(7)
     logits = [torch.randn((batch, vocab), device=dev, generator=gen) * 3 for _ in range(8)]
     big = torch.empty(64 << 20, dtype=torch.int8, device=dev)  # evicts L2 between calls
-    plan = kp.Plan.for_shape(batch, vocab, fused=fused)
+    plan = kp.Plan.for_shape(batch, vocab, fused=fused, **options)
     ws = kp.make_workspace(batch, vocab, dev, plan.tile, cap=plan.scratch_width, mcap=plan.mcap)
     tab = kp.prepare(dev)
     outs = kp.make_outputs(batch, dev)
@@ -240,13 +240,16 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--fused", action="store_true", help="the fused form (default: the default plan)")
     ap.add_argument("--source", action="store_true", help="print the probed source and exit (CPU)")
+    ap.add_argument("--plan", default="{}", help="Plan.for_shape options as JSON, e.g. '{\"tile\": 8192}'")
     args = ap.parse_args()
     if args.source:
         print(probed_source())
         return 0
     setattr(kp, "propose_jit", load_probed())  # noqa: B010 (launch() reads its kernels from this attribute)
-    runs = [run(int(b), args.vocab, args.calls, args.fused) for b in args.batches.split(",")]
-    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "runs": runs}
+    options = json.loads(args.plan)
+    runs = [run(int(b), args.vocab, args.calls, args.fused, options) for b in args.batches.split(",")]
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "plan": options}
+    report["runs"] = runs
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "probe_timeline.json").write_text(json.dumps(report, indent=1) + "\n")
     lines = ["| B | point | ns since first tile start | cycles since program start |", "|---:|---|---:|---:|"]

@@ -38,6 +38,7 @@ from dyadic24.kernels import propose as kp
 
 DEVICE = "cuda"
 _2L = {"fused": False, "split_finish": False, "maxnreg": None}
+_T8L = {"tile": 8192, "maxnreg": 128, "stagger_wave": 4, "lazy_ties": True}  # (session 13)
 PLANS: dict[str, dict[str, Any]] = {
     # call 1 (2026-11-30): the extraction design and the first threshold geometries
     "extract-2L-t4096-w4": {"threshold": False, "fused": False, "maxnreg": None},
@@ -145,6 +146,25 @@ PLANS: dict[str, dict[str, Any]] = {
     "2L-st250": {"stagger": 250},
     "2L-st450": {"stagger": 450},
     "2L-st600": {"stagger": 600},
+    # session 13: tiles of 8192 with 4 warps (the column-group tile in two halves: 64 elements per
+    # thread), register caps for 4 / 5 / 6 programs per SM, the stagger over that many slots
+    "2L-t8192": {"tile": 8192},
+    "2L-t8192-r128": {"tile": 8192, "maxnreg": 128, "stagger_wave": 4},
+    "2L-t8192-r96": {"tile": 8192, "maxnreg": 96, "stagger_wave": 5},
+    "2L-t8192-r80": {"tile": 8192, "maxnreg": 80, "stagger_wave": 6},
+    "2L-t8192-r128-st0": {"tile": 8192, "maxnreg": 128, "stagger": 0},
+    "2L-t8192-r128-st450": {"tile": 8192, "maxnreg": 128, "stagger": 450, "stagger_wave": 4},
+    # (call 2 also timed an L2 prefetch of the logits of tile program pid + 660 / 1320 / 1056 / 2112,
+    # the option `ahead`, removed again: NOTES.md item 67)
+    "2L-t8192-r96-mp256": {"tile": 8192, "maxnreg": 96, "stagger_wave": 5, "merge_pool": 256},
+    # the ties' masks only when fewer than 32 elements lie above the tile's bound
+    "2L-lazy": {"lazy_ties": True},
+    "2L-t8192-r96-lazy": {"tile": 8192, "maxnreg": 96, "stagger_wave": 5, "lazy_ties": True},
+    "2L-t8192-r128-lazy": {"tile": 8192, "maxnreg": 128, "stagger_wave": 4, "lazy_ties": True},
+    "2L-t8192-lazy": {"tile": 8192, "maxnreg": None, "stagger_wave": 4, "lazy_ties": True},
+    "2L-t8192-r128-lazy-st0": {**_T8L, "stagger": 0},
+    "2L-t8192-r128-lazy-st450": {**_T8L, "stagger": 450},
+    "2L-t8192-r128-lazy-st1400": {**_T8L, "stagger": 1400},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip
@@ -159,7 +179,9 @@ GREEDY_PLANS = (
     "2L-r80", "2L-r112", "F-r168", "2L", "2L-m1", "2L-m2", "2L-pdl", "2L-pdl-m1", "2L-pdl-m2",
     "2L-poll", "2L-pdl-r0", "2L-poll-r0", "2L-pdl-r80", "2L-poll-r80", "2L-pdl-m8",
     "2L-poll-noretry", "F-prev", "2L-default", "2L-st300", "2L-st400", "2L-st450", "2L-st250",
-    "2L-nostagger",
+    "2L-nostagger", "2L-t8192", "2L-t8192-r128", "2L-t8192-r96", "2L-t8192-r80", "2L-t8192-r128-st0",
+    "2L-t8192-r128-st450", "2L-t8192-r96-mp256", "2L-lazy", "2L-t8192-r96-lazy", "2L-t8192-r128-lazy",
+    "2L-t8192-lazy", "2L-t8192-r128-lazy-st0", "2L-t8192-r128-lazy-st450", "2L-t8192-r128-lazy-st1400",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
                "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip

@@ -50,7 +50,7 @@ APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "
 # use of any of them (propose_jit._tile_bits; compiled with the JIT's alignment facts, so that the
 # loads are 16-byte ones). Session 6 found ptxas issuing six of a 4-warp program's eight and the
 # other two after the first data had arrived: three DRAM round trips per tile instead of one.
-LOAD_BATCH_AUDIT = ("tile/src0/fused", "tile/src0")
+LOAD_BATCH_AUDIT = ("tile/src0/fused", "tile/src0", "tile/src0/big")
 
 
 def batched_wide_loads(sass: str) -> int:
@@ -199,7 +199,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "RETRY": kp.BOUND_RETRY and fused,
                         "TAGGED": (fused or kp.MERGE_POLL) and threshold and kp.TAGGED_ARRIVAL,
                         "STALE_FIRST": 0, "PDL": not fused and kp.PDL_MERGE,
-                        "STAGGER": 0, "SLOTS": 1, "WAVE": kp.STAGGER_WAVE,
+                        "STAGGER": 0, "SLOTS": 1, "WAVE": kp.STAGGER_WAVE, "LAZY": kp.LAZY_TIES,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
@@ -210,6 +210,10 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         sms = 132  # (an H200's)
                         stagger = {**consts, "STAGGER": kp.stagger_ns(sms, kp.TILE, 4), "SLOTS": sms}
                         out.append(("tile_kernel", f"{name}/stagger", sig, stagger))
+                        # the default from BIG_TILE_PROGRAMS programs on: two halves, its own stagger
+                        big = {**consts, "TILE": kp.BIG_TILE, "SLOTS": sms,
+                               "STAGGER": kp.stagger_ns(sms, kp.BIG_TILE, 4), "WAVE": 4}  # fmt: skip
+                        out.append(("tile_kernel", f"{name}/big", sig, big))
                     if fused and threshold and not trace and everything:  # the 8-warp plan option
                         wide = {**consts, "NT": 32 * kp.WIDE_WARPS}
                         out.append(("tile_kernel", f"{name}/w{kp.WIDE_WARPS}", sig, wide))

@@ -32,6 +32,15 @@ TRACE_WORDS = 320
 # Defaults measured on an H200 (benchmarks/NOTES.md): tiles of 4096 with 4 warps beat 2048/2,
 # 8192/8 and 4096/8 at every batch size tried (1, 4, 64, 256).
 TILE = 4096  # vocabulary elements per tile program
+BIG_TILE = 8192  # the default tile from BIG_TILE_PROGRAMS programs of TILE on: the column-group tile in
+# two halves (64 elements per thread) halves the per-tile work (bound, compaction, top 32) per element.
+# H200, session 13 (benchmarks/NOTES.md item 66), with lazy_ties: fp32 V = 163,840 B = 4 / 16 / 64 / 256
+# 45.2 / 59.4 / 119.7 / 355.1 -> 44.4 / 58.0 / 106.0 / 303.4 us; B = 1 / 2 40.0 / 41.6 -> 40.6 / 42.2
+BIG_TILE_PROGRAMS = 160  # (B = 4 at V = 163,840)
+BIG_TILE_MAXNREG = 128  # four programs per SM: 96 (five) 111.8 against 106.0 at B = 64, 80 spills
+LAZY_TIES = True  # the column-group tile forms its tie masks only when fewer than 32 elements lie above
+# its bound (Gaussian rows: almost never): H200, B = 1 / 16 / 64 / 256 41.1 / 61.7 / 127.8 / 385.9 ->
+# 40.1 / 59.4 / 119.7 / 355.0 us with tiles of TILE (item 66)
 NUM_WARPS = 4
 WIDE_WARPS = 8  # default_warps: warps per program up to WIDE_MAX_BATCH rows. Session 4 measured 8
 # better at B <= 2 (52.3 vs 56.3 us at B = 1), but only because ptxas serialised two of a 4-warp
@@ -122,8 +131,10 @@ class Plan:
     ``finish_warps`` warps per row runs clauses 3.3-9 after the merge found C.
 
     ``fast_tile``: the column-group tile selection (falls back to the strided-group one, ``groups`` /
-    ``cap``, when more than ``fcap`` elements pass its bound; only for 256 to 1024 elements per warp:
-    a 16-byte load per thread, and a thread's elements fit one 32-bit selection mask); ``merge_pool``:
+    ``cap``, when more than ``fcap`` elements pass its bound; only for 256 to 2048 elements per warp:
+    a 16-byte load per thread, and a thread's elements of each of at most two halves fit one 32-bit
+    selection mask); ``lazy_ties``: it forms the masks of the ties at its bound only when fewer than
+    32 elements lie above the bound; ``merge_pool``:
     keys of the merge's first try, the leading keys of every tile (``pool_shape``; 0 disables it);
     ``maxnreg``: register cap of the tile kernel (None: none; ``for_shape``'s default 0 means
     default_maxnreg(batch, fused, programs)). ``launches`` is the number of
@@ -150,7 +161,8 @@ class Plan:
     programs' tagged words (``tags``) instead of waiting for the tile grid's end (merge_kernel).
     ``stagger`` (ns; 0: off; None: stagger_ns for the two-launch form on a GPU, else off; never under
     the interpreter): tile program pid < SMs * ``stagger_wave`` waits (pid // SMs) * stagger ns
-    before it loads (STAGGER_BYTES_PER_NS). Timing only: no output depends on it.
+    before it loads (STAGGER_BYTES_PER_NS; ``for_shape``'s default wave: the programs an SM holds at
+    the register cap, at most STAGGER_WAVE). Timing only: no output depends on it.
     """
 
     batch: int
@@ -185,6 +197,7 @@ class Plan:
     poll: bool = False
     stagger: int | None = None
     stagger_wave: int = STAGGER_WAVE
+    lazy_ties: bool = LAZY_TIES
 
     @property
     def launches(self) -> int:
@@ -263,23 +276,27 @@ class Plan:
         pdl: bool | None = None,
         poll: bool | None = None,
         stagger: int | None = None,
-        stagger_wave: int = STAGGER_WAVE,
+        stagger_wave: int | None = None,
+        lazy_ties: bool = LAZY_TIES,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile,
         default_warps)."""
         if tile is None:
-            tile = default_tile(batch)
+            tile = default_tile(batch, vocab)
         if fused is None:
             fused = default_fused(batch)
         poll = (MERGE_POLL if poll is None else poll) and not fused and not split_finish
         if early_draw is None:
             early_draw = FUSED_EARLY_DRAW if fused or poll else EARLY_DRAW
         if maxnreg == 0:  # the default: default_maxnreg
-            maxnreg = default_maxnreg(batch, fused, batch * -(-vocab // tile))
+            maxnreg = default_maxnreg(batch, fused, batch * -(-vocab // tile), tile)
         if bound_retry is None:  # the default: only in the fused form
             bound_retry = BOUND_RETRY and fused
         if num_warps is None:
             num_warps = default_warps(batch)
+        if stagger_wave is None:  # the programs one SM holds at once (64 registers: 8; 128: 4)
+            per_sm = 65536 // (maxnreg * 32 * num_warps) if maxnreg else STAGGER_WAVE
+            stagger_wave = min(STAGGER_WAVE, per_sm)
         for name, value in (("tile", tile), ("chunk", chunk), ("groups", groups), ("pool", pool)):
             if value < 32 or value & (value - 1):
                 raise ArgumentError(name, f"must be a power of two >= 32, got {value}")
@@ -292,12 +309,12 @@ class Plan:
             batch, vocab, tile, -(-vocab // tile), chunk, min(groups, tile), cap, pool, mcap, num_warps,
             threshold, fused, greedy_fast, early_draw, MERGE_WARPS if merge_warps is None else merge_warps,
             split_finish and not fused, finish_warps,
-            fast_tile and threshold and 256 * num_warps <= tile <= 1024 * num_warps, fcap, merge_pool,
+            fast_tile and threshold and 256 * num_warps <= tile <= 2048 * num_warps, fcap, merge_pool,
             maxnreg,
             interpreting() if by_count is None else by_count, warp_bound, pair_pool,
             bound_retry, tagged, stale_first, pool_quads,
             (PDL_MERGE if pdl is None else pdl) and not fused and not split_finish and not interpreting(),
-            poll, stagger, stagger_wave,
+            poll, stagger, stagger_wave, lazy_ties,
         )  # fmt: skip
 
 
@@ -320,11 +337,10 @@ class Workspace:
     best: torch.Tensor
 
 
-def default_tile(batch: int) -> int:
-    """Tile size of the default plan for a batch size (a hook for shape-only geometry choices; no
-    data-dependent host logic). One size is best at every measured batch size."""
-    del batch
-    return TILE
+def default_tile(batch: int, vocab: int) -> int:
+    """Tile size of the default plan for a shape (shape only; no data-dependent host logic): BIG_TILE from
+    BIG_TILE_PROGRAMS programs of TILE on, else TILE."""
+    return BIG_TILE if batch * -(-vocab // TILE) >= BIG_TILE_PROGRAMS else TILE
 
 
 def default_warps(batch: int, interpreter: bool | None = None) -> int:
@@ -340,11 +356,13 @@ def default_warps(batch: int, interpreter: bool | None = None) -> int:
     return WIDE_WARPS if batch <= WIDE_MAX_BATCH else NUM_WARPS
 
 
-def default_maxnreg(batch: int, fused: bool, programs: int) -> int | None:
-    """The default register cap of the tile kernel: TILE_MAXNREG for the two-launch form above
-    TILE_UNCAPPED_PROGRAMS tile programs (more programs per SM), FUSED_MAXNREG for the fused form above
-    FUSED_UNCAPPED_BATCH rows, else none."""
+def default_maxnreg(batch: int, fused: bool, programs: int, tile: int = TILE) -> int | None:
+    """The default register cap of the tile kernel: in the two-launch form BIG_TILE_MAXNREG for tiles
+    above TILE, else TILE_MAXNREG above TILE_UNCAPPED_PROGRAMS tile programs (more programs per SM);
+    FUSED_MAXNREG for the fused form above FUSED_UNCAPPED_BATCH rows; else none."""
     if not fused:
+        if tile > TILE:
+            return BIG_TILE_MAXNREG
         return TILE_MAXNREG if programs > TILE_UNCAPPED_PROGRAMS else None
     return FUSED_MAXNREG if batch > FUSED_UNCAPPED_BATCH else None
 
@@ -371,8 +389,8 @@ def make_workspace(
     mcap: int = MCAP,
 ) -> Workspace:
     """Allocate the workspace for a [batch, vocab] call (reuse it across calls and graph replays);
-    ``tile`` must match the call's plan (default: the default plan's, default_tile(batch))."""
-    n_tiles = -(-vocab // (tile if tile is not None else default_tile(batch)))
+    ``tile`` must match the call's plan (default: the default plan's, default_tile(batch, vocab))."""
+    n_tiles = -(-vocab // (tile if tile is not None else default_tile(batch, vocab)))
     if cap is None:
         cap = max(CAP, FCAP)  # wide enough for every plan's compaction rows (Plan.scratch_width)
     dev = torch.device(device) if device is not None else kernel_device()
@@ -576,7 +594,7 @@ def launch(
             WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_folds, RETRY=plan.bound_retry,
             TAGGED=plan.tags, STALE_FIRST=plan.stale_first, PDL=pdl and "merge" in stages,
             STAGGER=stagger, SLOTS=_slots(bits.device) if stagger else 1,
-            WAVE=plan.stagger_wave if stagger else STAGGER_WAVE,
+            WAVE=plan.stagger_wave if stagger else STAGGER_WAVE, LAZY=plan.lazy_ties,
             num_warps=plan.num_warps, **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:

@@ -130,6 +130,23 @@ def _tile_bits(base, loc, inb, full, SRC: tl.constexpr):
 
 
 @triton.jit
+def _tile_halves(base, loc, inb, inb2, full, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
+    """_tile_bits of a tile's first half and, with HALVES = 2, of its second (HALF elements on): every
+    load of both issued before the first use of any (one DRAM round trip); with one half b2 is b."""
+    if HALVES == 2:
+        if full:
+            b = _bits_i32(tl.load(base + loc), SRC)
+            b2 = _bits_i32(tl.load(base + HALF + loc), SRC)
+        else:
+            b = tl.where(inb, _bits_i32(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
+            b2 = tl.where(inb2, _bits_i32(tl.load(base + HALF + loc, mask=inb2, other=0), SRC), -8388608)
+    else:
+        b = _tile_bits(base, loc, inb, full, SRC)
+        b2 = b
+    return b, b2
+
+
+@triton.jit
 def _bits_i32(raw, SRC: tl.constexpr):
     """load_bits_i32's widening of loaded integer views."""
     if SRC == SRC_F32:
@@ -299,6 +316,7 @@ def tile_kernel(
     STAGGER: tl.constexpr = 0,
     SLOTS: tl.constexpr = 1,
     WAVE: tl.constexpr = 8,
+    LAZY: tl.constexpr = False,
 ):
     """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
     and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
@@ -344,7 +362,7 @@ def tile_kernel(
     if FAST:
         _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
-            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND, RETRY,
+            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND, RETRY, LAZY,
         )  # fmt: skip
     else:
         _tile_part(
@@ -482,21 +500,100 @@ def _popc32(x):
 
 
 @triton.jit
-def _column_masks(sk, inb, full, theta, bit, NT: tl.constexpr, GW: tl.constexpr):
-    """The elements above theta (gtb) and at theta (eqb) as one bit mask per column group (bit GW r + j
-    for the group's element in row r, column j), their per-group counts and the tile's totals:
-    (gtb, eqb, c_gt, c_eq, n_gt, n_eq). Masks instead of per-element flags: nothing per element stays
-    live past this point (the flags had held ~550 instructions of each warp's ~1,430 in the
-    register-capped tile, H200 ncu), and the counts are the masks' popcounts."""
+def _half_masks(sk, inb, full, theta, bit, NT: tl.constexpr, GW: tl.constexpr):
+    """One half-tile's elements above theta (gtb) and at theta (eqb) as one bit mask per column group
+    (bit GW r + j for the group's element in row r, column j)."""
     gtb = _group_bits(tl.where(sk > theta, bit, 0), NT, GW)
     eqb = _group_bits(tl.where(sk == theta, bit, 0), NT, GW)
     if not full:  # lanes past V read as -inf and must not tie with theta = -inf (~35 instructions
         # per warp of the per-element test are left to a vocabulary's last tile)
         eqb = eqb & _group_bits(tl.where(inb, bit, 0), NT, GW)
+    return gtb, eqb
+
+
+@triton.jit
+def _column_masks(
+    sk, inb, sk2, inb2, full, theta, bit, NT: tl.constexpr, GW: tl.constexpr, HALVES: tl.constexpr
+):
+    """The elements above theta (gtb; gtb2 in the second half) and at theta (eqb, eqb2) as bit masks per
+    column group (_half_masks), the groups' counts over both halves and the tile's totals:
+    (gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq); with one half gtb2 and eqb2 are gtb and eqb (unused).
+    Masks instead of per-element flags: nothing per element stays live past this point (the flags had
+    held ~550 instructions of each warp's ~1,430 in the register-capped tile, H200 ncu), and the
+    counts are the masks' popcounts."""
+    gtb, eqb = _half_masks(sk, inb, full, theta, bit, NT, GW)
     c_gt = _popc32(gtb)
     c_eq = _popc32(eqb)
+    gtb2 = gtb
+    eqb2 = eqb
+    if HALVES == 2:
+        gtb2, eqb2 = _half_masks(sk2, inb2, full, theta, bit, NT, GW)
+        c_gt += _popc32(gtb2)
+        c_eq += _popc32(eqb2)
     both = tl.sum(c_gt + (c_eq << PACK))
-    return gtb, eqb, c_gt, c_eq, both & PACK_MASK, both >> PACK
+    return gtb, eqb, gtb2, eqb2, c_gt, c_eq, both & PACK_MASK, both >> PACK
+
+
+@triton.jit
+def _gt_masks(sk, sk2, theta, bit, NT: tl.constexpr, GW: tl.constexpr, HALVES: tl.constexpr):
+    """LAZY: _column_masks' elements above theta only: (gtb, gtb2, c_gt, n_gt), gtb2 = gtb with one half."""
+    gtb = _group_bits(tl.where(sk > theta, bit, 0), NT, GW)
+    c_gt = _popc32(gtb)
+    gtb2 = gtb
+    if HALVES == 2:
+        gtb2 = _group_bits(tl.where(sk2 > theta, bit, 0), NT, GW)
+        c_gt += _popc32(gtb2)
+    return gtb, gtb2, c_gt, tl.sum(c_gt)
+
+
+@triton.jit
+def _eq_masks(sk, inb, sk2, inb2, full, theta, bit, NT: tl.constexpr, GW: tl.constexpr, HALVES: tl.constexpr):
+    """LAZY: _column_masks' elements at theta, formed only when fewer than 32 lie above it:
+    (eqb, eqb2, c_eq, n_eq), eqb2 = eqb with one half."""
+    eqb = _group_bits(tl.where(sk == theta, bit, 0), NT, GW)
+    if not full:
+        eqb = eqb & _group_bits(tl.where(inb, bit, 0), NT, GW)
+    c_eq = _popc32(eqb)
+    eqb2 = eqb
+    if HALVES == 2:
+        eqb2 = _group_bits(tl.where(sk2 == theta, bit, 0), NT, GW)
+        if not full:
+            eqb2 = eqb2 & _group_bits(tl.where(inb2, bit, 0), NT, GW)
+        c_eq += _popc32(eqb2)
+    return eqb, eqb2, c_eq, tl.sum(c_eq)
+
+
+@triton.jit
+def _with_ties(gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE: tl.constexpr, NT: tl.constexpr,
+               GW: tl.constexpr, FCAP: tl.constexpr, HALVES: tl.constexpr):  # fmt: skip
+    """_tile_fast's selection when fewer than 32 elements lie above theta: those and the ties at theta,
+    or, when that is more than FCAP, the ties of lowest ID bounded by phi = the 32nd smallest of the
+    columns' lowest tie indices (a column's lowest tie is its mask's lowest bit: within a column the
+    index grows with the bit, and every first-half index is below every second-half one; at least
+    32 ties lie at or below phi). (bits, bits2, cnt, n_sel) as _tile_fast's."""
+    if n_gt + n_eq <= FCAP:
+        bits = gtb | eqb
+        bits2 = gtb2 | eqb2
+        cnt = c_gt + c_eq
+        n_sel = n_gt + n_eq
+    else:
+        HALF: tl.constexpr = TILE // HALVES
+        col = tl.arange(0, NT)
+        lo = _bit_index(eqb & -eqb)
+        tmin = tl.where(eqb != 0, (lo // GW) * (NT * GW) + col * GW + (lo % GW), TILE)
+        if HALVES == 2:
+            lo2 = _bit_index(eqb2 & -eqb2)
+            tmin2 = HALF + (lo2 // GW) * (NT * GW) + col * GW + (lo2 % GW)
+            tmin = tl.where((eqb == 0) & (eqb2 != 0), tmin2, tmin)
+        phi = _kth32_smallest(tmin)
+        bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), NT, GW))
+        cnt = _popc32(bits)
+        bits2 = bits
+        if HALVES == 2:
+            bits2 = gtb2 | (eqb2 & _group_bits(tl.where(loc + HALF <= phi, bit, 0), NT, GW))
+            cnt += _popc32(bits2)
+        n_sel = tl.sum(cnt)
+    return bits, bits2, cnt, n_sel
 
 
 @triton.jit
@@ -541,12 +638,16 @@ def _tile_fast(
     BY_COUNT: tl.constexpr,
     WARP_BOUND: tl.constexpr,
     RETRY: tl.constexpr,
+    LAZY: tl.constexpr = False,
 ):
     """The tile's candidates and flags (as _tile_part) with per-thread groups and little per-element work.
 
     The tile is an [R, GW NT] array, element r * GW NT + c; column group t is columns GW t..GW t+GW-1,
     GW = the elements of one 16-byte load (4 binary32, 8 bfloat16 / binary16), so that thread t holds
-    its R x GW elements and group reductions stay in registers.
+    its R x GW elements and group reductions stay in registers. A tile of more than 32 NT elements is
+    two such arrays (HALVES = 2; the second from element TILE / 2 on), whose elements of column group t
+    form one group with one selection mask per half (a 32-bit mask holds R GW <= 32 bits): per element
+    the same work, per tile the bound, scan, compaction and top 32 once for twice the elements.
     theta = the 32nd largest of the NT column maxima: 32 distinct elements have a value >= theta, so
     the tile's top 32 keys lie among the elements of value > theta and, when fewer than 32 of those
     exist, the lowest-ID elements of value theta. When those ties are too many, phi = the 32nd
@@ -559,24 +660,37 @@ def _tile_fast(
     between warps: the smallest over the NT / 32 runs of 32 consecutive columns (one warp's threads) of
     the run's (32 / runs)-th largest column maximum, which 32 distinct columns still reach (more
     elements pass it: ~50 instead of ~37 for Gaussian logits); with RETRY, more than FCAP above it
-    retries with the exact bound. More than FCAP takes _tile_part (the
+    retries with the exact bound. LAZY forms the masks of the ties at theta only when fewer than 32
+    elements lie above it (rare for real logits; one reduction fewer and no tie test per element
+    otherwise). More than FCAP takes _tile_part (the
     layout is a performance matter only: the bounds hold for any partition into columns). Value keys
     by value_key32; a NaN maps above +inf or below -inf (the flags look at both ends); lanes past V
     read as -inf. Stored keys and flags are XORed with ktag / ftag (tile_kernel's TAGGED).
     """
     GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # elements per 16-byte load: one thread's columns
-    R: tl.constexpr = TILE // (NT * GW)
+    HALVES: tl.constexpr = 2 if TILE > NT * 32 else 1  # a 32-bit mask holds a group's elements of one half
+    HALF: tl.constexpr = TILE // HALVES
+    R: tl.constexpr = HALF // (NT * GW)
     rr = tl.arange(0, R)[:, None]
     cc = tl.arange(0, NT * GW)[None, :]
     loc = rr * (NT * GW) + cc
     first_id = tile * TILE
-    inb = loc < tl.minimum(V - first_id, TILE).to(tl.int32)
+    lim = tl.minimum(V - first_id, TILE).to(tl.int32)
+    inb = loc < lim
     full = first_id + TILE <= V
     base = logits_ptr + (row * V + first_id)
-    b = _tile_bits(base, loc, inb, full, SRC)
+    inb2 = loc + HALF < lim
+    b, b2 = _tile_halves(base, loc, inb, inb2, full, HALF, HALVES, SRC)
     sk = value_key32(b)  # (-0 ties +0, clause 3.1)
-    gmax = tl.max(tl.reshape(tl.max(sk, axis=0), [NT, GW]), axis=1)
-    gmin = tl.min(tl.reshape(tl.min(sk, axis=0), [NT, GW]), axis=1)
+    cmax = tl.max(sk, axis=0)
+    cmin = tl.min(sk, axis=0)
+    sk2 = sk
+    if HALVES == 2:
+        sk2 = value_key32(b2)
+        cmax = tl.maximum(cmax, tl.max(sk2, axis=0))
+        cmin = tl.minimum(cmin, tl.min(sk2, axis=0))
+    gmax = tl.max(tl.reshape(cmax, [NT, GW]), axis=1)
+    gmin = tl.min(tl.reshape(cmin, [NT, GW]), axis=1)
     # each column's flag word, then their maximum (one reduction): the bits' order is the status
     # precedence (NaN > +inf > all -inf), so the row's status from the maximum over all words equals
     # the status from the tile's word as _tile_part forms it (only bits below a set NaN bit differ)
@@ -591,6 +705,8 @@ def _tile_fast(
     if greedy_fast:
         top = tl.max(gmax)
         first = tl.min(tl.min(tl.where(inb & (sk == top), loc, TILE), axis=0))
+        if HALVES == 2:
+            first = tl.minimum(first, tl.min(tl.min(tl.where(inb2 & (sk2 == top), loc + HALF, TILE), axis=0)))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))
         tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
     else:
@@ -603,42 +719,56 @@ def _tile_fast(
         else:
             theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
         bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
-        gtb, eqb, c_gt, c_eq, n_gt, n_eq = _column_masks(sk, inb, full, theta, bit, NT, GW)
+        if LAZY:  # the ties' masks only when needed (below)
+            gtb, gtb2, c_gt, n_gt = _gt_masks(sk, sk2, theta, bit, NT, GW, HALVES)
+            eqb, eqb2, c_eq, n_eq = gtb, gtb2, c_gt, n_gt
+        else:
+            gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq = _column_masks(
+                sk, inb, sk2, inb2, full, theta, bit, NT, GW, HALVES
+            )
         if WARP_BOUND and RETRY and not BY_COUNT:  # noqa: SIM102 (constexpr condition, then a runtime one)
             if n_gt > FCAP:
                 # the per-warp bound is weak when the large values sit in a few warps' columns (a
                 # vocabulary's likely tokens sharing an ID range): the exact bound before _tile_part
                 theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
-                gtb, eqb, c_gt, c_eq, n_gt, n_eq = _column_masks(sk, inb, full, theta, bit, NT, GW)
-        col = tl.arange(0, NT)
+                if LAZY:
+                    gtb, gtb2, c_gt, n_gt = _gt_masks(sk, sk2, theta, bit, NT, GW, HALVES)
+                else:
+                    gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq = _column_masks(
+                        sk, inb, sk2, inb2, full, theta, bit, NT, GW, HALVES
+                    )
+        col = tl.arange(0, NT)  # (the compaction's column indices)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
+            bits2 = gtb2
             cnt = c_gt
             n_sel = n_gt
-        elif n_gt + n_eq <= FCAP:
-            bits = gtb | eqb
-            cnt = c_gt + c_eq
-            n_sel = n_gt + n_eq
         else:
-            # many ties at theta (e.g. a -inf mask): keep the lowest-ID ones, bounded by phi = the 32nd
-            # smallest of the columns' lowest tie indices (a column's lowest tie is its mask's lowest
-            # bit: within a column the index grows with the bit)
-            lo = _bit_index(eqb & -eqb)
-            tmin = tl.where(eqb != 0, (lo // GW) * (NT * GW) + col * GW + (lo % GW), TILE)
-            bits = gtb | (eqb & _group_bits(tl.where(loc <= _kth32_smallest(tmin), bit, 0), NT, GW))
-            cnt = _popc32(bits)
-            n_sel = tl.sum(cnt)
+            if LAZY:
+                eqb, eqb2, c_eq, n_eq = _eq_masks(sk, inb, sk2, inb2, full, theta, bit, NT, GW, HALVES)
+            bits, bits2, cnt, n_sel = _with_ties(
+                gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE, NT, GW, FCAP, HALVES
+            )
         if n_sel <= FCAP:
             s_idx = scratch_ptr + pid * FCAP
             slot = tl.cumsum(cnt, 0) - cnt
             kmax = tl.max(cnt)
             n = kmax * 0
             while n < kmax:
-                lowbit = bits & -bits
-                bi = _bit_index(lowbit)
-                li = (bi // GW) * (NT * GW) + col * GW + (bi % GW)
+                if HALVES == 2:  # the first half's bits, then the second's
+                    first_half = bits != 0
+                    lowbit = tl.where(first_half, bits, bits2)
+                    lowbit = lowbit & -lowbit
+                    bi = _bit_index(lowbit)
+                    li = (bi // GW) * (NT * GW) + col * GW + (bi % GW) + tl.where(first_half, 0, HALF)
+                    bits = tl.where(first_half, bits ^ lowbit, bits)
+                    bits2 = tl.where(first_half, bits2, bits2 ^ lowbit)
+                else:
+                    lowbit = bits & -bits
+                    bi = _bit_index(lowbit)
+                    li = (bi // GW) * (NT * GW) + col * GW + (bi % GW)
+                    bits = bits ^ lowbit
                 tl.store(s_idx + slot + n, li.to(tl.int64), mask=lowbit != 0)
-                bits = bits ^ lowbit
                 n += 1
             tl.debug_barrier()  # the indices were written by other threads of this program
             # (the common case, ~50 selected for Gaussian logits, takes a bitonic top-k of 64 lanes:

@@ -87,6 +87,11 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
         row = np.full(vocab, F32(-1e30))
         row[((idx % 4096) >= 3072) & (idx % 4 == 3)] = F32(5.0)
         return row
+    if kind == "half_ties":  # tie_pairs' ties in the second half of every 8192 elements only: a two-half
+        # column-group tile (tile 8192) finds every column's lowest tie in its second-half mask
+        row = np.full(vocab, F32(-1e30))
+        row[((idx % 8192) >= 7168) & (idx % 4 == 3)] = F32(5.0)
+        return row
     if kind == "neg_nan":  # the NaN with the smallest value key (clause 2.1)
         row = rng.standard_normal(vocab).astype(F32)
         row[vocab // 2] = np.uint32(0xFFFFFFFF).view(F32)
@@ -100,7 +105,7 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
 
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
          "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "quad_hot", "warp_heavy", "column_block",
-         "tie_pairs", "neg_nan", "pos_inf_tail")  # fmt: skip
+         "tie_pairs", "half_ties", "neg_nan", "pos_inf_tail")  # fmt: skip
 
 
 def make_call(vocab: int, seed: int, dtype: str = "float32") -> fuzz.Call:
@@ -149,6 +154,13 @@ PLANS: dict[str, dict[str, Any]] = {
     # 8-warp programs (GPU ordering; WIDE_WARPS, a plan option since session 6)
     "wide": {"by_count": False, "num_warps": 8, "fused": True},
     "fcap64": {"fcap": 64, "fused": True},
+    # tiles of 8192 with 4 warps: the column-group tile in two halves of 4096 (64 elements per thread,
+    # two selection masks each), the count ordering and the GPU's (bitonic, per-warp bound)
+    "halves": {"tile": 8192},
+    "halves_bitonic": {"tile": 8192, "by_count": False, "lazy_ties": True},
+    # the ties' masks formed only when fewer than 32 elements lie above the bound (lazy_ties)
+    "lazy_ties": {"lazy_ties": True},
+    "halves_lazy": {"tile": 8192, "lazy_ties": True},
     # the fused form's tagged arrival with pool_pair's pool (pair_hot reloads tagged lists); the same
     # with the merge's first look at the pool's keys and the hot lists stale, or at the flags (its
     # reload loops must run: taken as they are, the keys name other IDs and the flags a NaN); the
@@ -169,7 +181,7 @@ SMALL = {"small_tiles", "tiny_tiles"}  # many programs: slow under the interpret
 LARGE_ONLY = {
     "prev_tile", "pool_small", "pool_pair", "pool_quads", "pool_unpaired", "two_launch_waits", "bitonic",
     "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "tagged_pairs", "tagged_stale_keys",
-    "tagged_stale_flags", "untagged_fused", "poll_stale",
+    "tagged_stale_flags", "untagged_fused", "poll_stale", "halves_bitonic",
 }  # (several tiles)  # fmt: skip
 # Triton's bitonic top-k is slow under the interpreter: the GPU-ordering plans run V = 9000 by
 # default (a partial last tile, every row kind) and V = 4097 as well in the deep profile; so do the
@@ -179,6 +191,7 @@ DEEP_ONLY = {
     ("bitonic", 4097), ("bitonic_fused_pool", 4097), ("bitonic_fused_pool", 9000), ("pool_pair", 4097),
     ("wide", 4097), ("wide", 9000), ("warp_bound", 4097), ("pool_quads", 4097), ("tagged_pairs", 4097),
     ("tagged_stale_keys", 4097), ("tagged_stale_flags", 4097), ("untagged_fused", 4097), ("poll_stale", 4097),
+    ("halves_bitonic", 4097),
 }  # fmt: skip
 
 

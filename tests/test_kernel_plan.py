@@ -29,7 +29,7 @@ from dyadic24.kernels.backend import interpreting  # noqa: E402
     ],
 )
 def test_pool_shape(vocab: int, shape: tuple[int, int]) -> None:
-    plan = kp.Plan.for_shape(1, vocab)
+    plan = kp.Plan.for_shape(1, vocab, tile=kp.TILE)
     assert plan.pool_shape == shape
     tiles, per = shape
     if tiles:
@@ -45,7 +45,12 @@ def test_pool_off_for_extraction_and_zero_pool() -> None:
 def test_batch_defaults(batch: int) -> None:
     plan = kp.Plan.for_shape(batch, 163_840)
     assert plan.fused == (batch <= kp.FUSED_MAX_BATCH)
-    if not plan.fused:
+    assert plan.tile == (kp.BIG_TILE if batch * 40 >= kp.BIG_TILE_PROGRAMS else kp.TILE)  # (40 of TILE)
+    assert plan.lazy_ties is kp.LAZY_TIES
+    if not plan.fused and plan.tile > kp.TILE:
+        assert plan.maxnreg == kp.BIG_TILE_MAXNREG
+        assert plan.stagger_wave == 65536 // (kp.BIG_TILE_MAXNREG * 32 * plan.num_warps)  # (4 per SM)
+    elif not plan.fused:
         programs = batch * plan.n_tiles
         assert plan.maxnreg == (kp.TILE_MAXNREG if programs > kp.TILE_UNCAPPED_PROGRAMS else None)
     else:
@@ -68,12 +73,25 @@ def test_batch_defaults(batch: int) -> None:
 def test_fast_tile_needs_a_full_row_of_groups() -> None:
     assert kp.Plan.for_shape(1, 5000).fast_tile
     assert not kp.Plan.for_shape(1, 5000, tile=512).fast_tile  # (bf16 groups need 1024 per row)
-    # more than 32 elements per thread would not fit a thread's 32-bit selection mask
-    assert not kp.Plan.for_shape(1, 50000, tile=8192, num_warps=4).fast_tile
-    assert kp.Plan.for_shape(1, 50000, tile=8192, num_warps=8).fast_tile
+    # a thread's 32-bit selection mask holds 32 elements of each of at most two halves
+    assert kp.Plan.for_shape(1, 50000, tile=8192, num_warps=4).fast_tile
+    assert not kp.Plan.for_shape(1, 50000, tile=16384, num_warps=4).fast_tile
+    assert kp.Plan.for_shape(1, 50000, tile=16384, num_warps=8).fast_tile
     assert not kp.Plan.for_shape(1, 5000, threshold=False).fast_tile
     assert kp.Plan.for_shape(1, 5000).scratch_width == max(kp.CAP, kp.FCAP)
     assert kp.Plan.for_shape(1, 5000, fast_tile=False).scratch_width == kp.CAP
+
+
+@pytest.mark.parametrize(
+    ("batch", "vocab", "tile"),
+    [(1, 163_840, 4096), (3, 163_840, 4096), (4, 163_840, 8192), (2, 262_144, 4096), (3, 262_144, 8192),
+     (1, 655_360, 8192), (64, 4096, 4096), (160, 4096, 8192)],
+)  # fmt: skip
+def test_default_tile_from_the_shape(batch: int, vocab: int, tile: int) -> None:
+    """BIG_TILE from BIG_TILE_PROGRAMS programs of TILE on (the shape alone decides)."""
+    assert kp.default_tile(batch, vocab) == tile
+    assert kp.Plan.for_shape(batch, vocab).tile == tile
+    assert kp.make_workspace(batch, vocab, "cpu").cand.shape[1] == -(-vocab // tile)
 
 
 def test_ordering_default_follows_the_backend() -> None:
@@ -97,7 +115,7 @@ def test_narrow_workspace_is_rejected() -> None:
 @pytest.mark.parametrize(("vocab", "paired"), [(1, False), (4097, True), (163_840, True), (1_000_000, False)])
 def test_pool_pairs_need_two_pooled_tiles(vocab: int, paired: bool) -> None:
     """_merge_pool_pairs pairs tile t with t + MPOOL_T / 2: only with a pool of at least two tiles."""
-    assert kp.Plan.for_shape(1, vocab).pool_pairs is paired
+    assert kp.Plan.for_shape(1, vocab, tile=kp.TILE).pool_pairs is paired
     assert not kp.Plan.for_shape(1, vocab, pair_pool=False).pool_pairs
 
 
@@ -105,8 +123,9 @@ def test_pool_pairs_need_two_pooled_tiles(vocab: int, paired: bool) -> None:
     ("batch", "vocab", "opts", "tags"),
     [
         (1, 163_840, {}, True),  # the default plan (the polling merge): 40 tiles, a paired pool
-        (4, 262_144, {}, True),  # 64 tiles: the flags fit one FLAG_CHUNK
-        (4, 300_000, {}, False),  # 74 tiles: more flag words than one chunk
+        (4, 262_144, {"tile": 4096}, True),  # 64 tiles: the flags fit one FLAG_CHUNK
+        (4, 300_000, {"tile": 4096}, False),  # 74 tiles: more flag words than one chunk
+        (4, 300_000, {}, True),  # the default's 37 tiles of BIG_TILE
         (1, 163_840, {"tagged": False}, False),
         (8, 163_840, {"fused": True}, True),  # the fused form, register-capped
         (16, 163_840, {}, True),  # two launches, the polling merge
@@ -160,9 +179,12 @@ def test_stagger_defaults() -> None:
     assert kp.stagger_ns(132, 4096, 4) == 451  # ceil(2,162,688 / 4800)
     assert kp.stagger_ns(132, 4096, 2) == 226
     assert kp.stagger_ns(1, 1, 1) == 1
-    plan = kp.Plan.for_shape(16, 163_840)
+    assert kp.stagger_ns(132, 8192, 4) == 902
+    plan = kp.Plan.for_shape(16, 163_840, tile=kp.TILE)
     assert plan.stagger is None
-    assert plan.stagger_wave == kp.STAGGER_WAVE
+    assert plan.stagger_wave == kp.STAGGER_WAVE  # (64 registers: eight programs per SM)
+    assert kp.Plan.for_shape(16, 163_840).stagger_wave == 4  # (BIG_TILE at 128 registers: four)
+    assert kp.Plan.for_shape(16, 163_840, stagger_wave=6).stagger_wave == 6
     assert kp._stagger(plan, torch.device("cpu"), 0) == 0
     assert kp._stagger(kp.Plan.for_shape(16, 163_840, stagger=300), torch.device("cpu"), 0) == 0
 
@@ -172,9 +194,11 @@ def test_stagger_choice_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kp, "interpreting", lambda: False)
     monkeypatch.setattr(kp, "_slots", lambda device: 132)
     gpu = torch.device("cuda")
-    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False), gpu, 0) == 451  # 640 programs
-    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False), gpu, 1) == 226  # bfloat16
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False, tile=kp.TILE), gpu, 0) == 451  # 640
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False, tile=kp.TILE), gpu, 1) == 226  # bf16
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False), gpu, 0) == 902  # 320 of BIG_TILE
     assert kp._stagger(kp.Plan.for_shape(3, 163_840, fused=False), gpu, 0) == 0  # 120 programs: one slot
+    assert kp._stagger(kp.Plan.for_shape(6, 163_840, fused=False), gpu, 0) == 0  # 120 of BIG_TILE
     assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=True), gpu, 0) == 0  # not measured fused
     assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False, stagger=0), gpu, 0) == 0
     assert kp._stagger(kp.Plan.for_shape(1, 163_840, stagger=700), gpu, 0) == 700

@@ -23,7 +23,7 @@ from kernel_rows import check_plan, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
-ORDER = ["bitonic", "bitonic_fused_pool", "warp_bound", "wide", "fcap64"]
+ORDER = ["bitonic", "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "halves_bitonic"]
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(ORDER))
