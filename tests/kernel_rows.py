@@ -161,6 +161,7 @@ PLANS: dict[str, dict[str, Any]] = {
     # the ties' masks formed only when fewer than 32 elements lie above the bound (lazy_ties)
     "lazy_ties": {"lazy_ties": True},
     "halves_lazy": {"tile": 8192, "lazy_ties": True},
+    "halves_fused": {"tile": 8192, "fused": True},  # (the fused form's last program merges big tiles)
     # the fused form's tagged arrival with pool_pair's pool (pair_hot reloads tagged lists); the same
     # with the merge's first look at the pool's keys and the hot lists stale, or at the flags (its
     # reload loops must run: taken as they are, the keys name other IDs and the flags a NaN); the
@@ -181,7 +182,7 @@ SMALL = {"small_tiles", "tiny_tiles"}  # many programs: slow under the interpret
 LARGE_ONLY = {
     "prev_tile", "pool_small", "pool_pair", "pool_quads", "pool_unpaired", "two_launch_waits", "bitonic",
     "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "tagged_pairs", "tagged_stale_keys",
-    "tagged_stale_flags", "untagged_fused", "poll_stale", "halves_bitonic",
+    "tagged_stale_flags", "untagged_fused", "poll_stale", "halves_bitonic", "halves_fused",
 }  # (several tiles)  # fmt: skip
 # Triton's bitonic top-k is slow under the interpreter: the GPU-ordering plans run V = 9000 by
 # default (a partial last tile, every row kind) and V = 4097 as well in the deep profile; so do the
@@ -208,9 +209,9 @@ def vocab_cases(names: list[str]) -> list[Any]:
     ]  # fmt: skip
 
 
-def check_plan(plan_name: str, vocab: int) -> None:
-    """The plan's outputs on make_call's rows equal the fast reference's, row by row."""
-    call = make_call(vocab, vocab * 31 + len(plan_name))
+def check_plan(plan_name: str, vocab: int, dtype: str = "float32") -> None:
+    """The plan's outputs on make_call's rows (logits of ``dtype``) equal the fast reference's, row by row."""
+    call = make_call(vocab, vocab * 31 + len(plan_name), dtype)
     inp = Inputs(call, DEVICE)
     plan = Plan.for_shape(len(call.logits), vocab, **PLANS[plan_name])
     out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau, plan=plan)

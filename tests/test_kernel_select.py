@@ -28,7 +28,8 @@ from kernel_rows import DEVICE, KINDS, PLANS, check_plan, make_call, vocab_cases
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
 PATHS = ["default", "fused", "split_finish", "early_draw", "small_tiles", "tiny_tiles", "group32",
-         "no_greedy_fast", "extraction", "prev_tile", "halves", "halves_lazy", "lazy_ties"]  # fmt: skip
+         "no_greedy_fast", "extraction", "prev_tile", "halves", "halves_lazy", "lazy_ties",
+         "halves_fused"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(PATHS))
@@ -44,6 +45,13 @@ def test_half_precision_logits(dtype: str) -> None:
     inp = Inputs(call, DEVICE)
     got = inp.run()
     assert not row_diffs(got, inp.reference())
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_logits_in_big_tiles(dtype: str) -> None:
+    """clause 1.2 through tiles of 8192 (two halves of 4096: 8 elements per 16-bit load, 4 rows per
+    half), the GPU's default from 160 tiles of 4096 on."""
+    check_plan("halves", 9000, dtype)
 
 
 @pytest.mark.parametrize("plan_name", ["default", "fused", "split_finish"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 
 from dyadic24.conformance.mutants._base import with_stages
@@ -18,8 +19,15 @@ def exp_fp32(z: F32) -> F32:
 
 
 def exp2_log2e(z: F32) -> F32:
-    """exp2(z * log2(e)) in binary32, the usual GPU fast exp."""
-    return np.exp2(np.multiply(z, _LOG2E, dtype=np.float32), dtype=np.float32)
+    """exp2(z * log2(e)) in binary32, the usual GPU fast exp: the product rounded to binary32, then 2 to
+    that power rounded to binary32. The power is taken with mpmath (96 bits, then binary64, then
+    binary32) rather than numpy's binary32 exp2, whose SIMD code differs between CPUs (AVX-512 and
+    AVX2 hosts gave different last bits), so that the kill matrix is the same on every machine."""
+    p = np.multiply(z, _LOG2E, dtype=np.float32)
+    flat = np.clip(p.astype(np.float64).ravel(), -400.0, 400.0)  # (beyond: 0 / inf in binary32 either way)
+    with mpmath.workprec(96):
+        pw = [float(mpmath.power(2, mpmath.mpf(v))) if np.isfinite(v) else float(np.exp2(v)) for v in flat]
+    return np.asarray(pw, dtype=np.float64).astype(np.float32).reshape(np.shape(p))
 
 
 def exp_ftz(z: F32) -> F32:
