@@ -38,7 +38,7 @@ from dyadic24.kernels import propose as kp
 
 DEVICE = "cuda"
 _2L = {"fused": False, "split_finish": False, "maxnreg": None}
-_T8L = {"tile": 8192, "maxnreg": 128, "stagger_wave": 4, "lazy_ties": True}  # (session 13)
+_T8L = {"tile": 8192, "maxnreg": 128, "stagger_wave": 4}  # (session 13)
 PLANS: dict[str, dict[str, Any]] = {
     # call 1 (2026-11-30): the extraction design and the first threshold geometries
     "extract-2L-t4096-w4": {"threshold": False, "fused": False, "maxnreg": None},
@@ -158,10 +158,13 @@ PLANS: dict[str, dict[str, Any]] = {
     # the option `ahead`, removed again: NOTES.md item 67)
     "2L-t8192-r96-mp256": {"tile": 8192, "maxnreg": 96, "stagger_wave": 5, "merge_pool": 256},
     # the ties' masks only when fewer than 32 elements lie above the tile's bound
-    "2L-lazy": {"lazy_ties": True},
-    "2L-t8192-r96-lazy": {"tile": 8192, "maxnreg": 96, "stagger_wave": 5, "lazy_ties": True},
-    "2L-t8192-r128-lazy": {"tile": 8192, "maxnreg": 128, "stagger_wave": 4, "lazy_ties": True},
-    "2L-t8192-lazy": {"tile": 8192, "maxnreg": None, "stagger_wave": 4, "lazy_ties": True},
+    # (calls 3-4 ran the option `lazy_ties`, True in the -lazy plans, False elsewhere; since the commit
+    # after 19ea9bd the tie masks are always formed lazily and the option is gone: the -lazy plans are
+    # their base plans, and every plan above runs lazily now; NOTES.md item 66)
+    "2L-lazy": {},
+    "2L-t8192-r96-lazy": {"tile": 8192, "maxnreg": 96, "stagger_wave": 5},
+    "2L-t8192-r128-lazy": {**_T8L},
+    "2L-t8192-lazy": {"tile": 8192, "maxnreg": None, "stagger_wave": 4},
     "2L-t8192-r128-lazy-st0": {**_T8L, "stagger": 0},
     "2L-t8192-r128-lazy-st450": {**_T8L, "stagger": 450},
     "2L-t8192-r128-lazy-st1400": {**_T8L, "stagger": 1400},

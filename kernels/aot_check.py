@@ -199,7 +199,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         "RETRY": kp.BOUND_RETRY and fused,
                         "TAGGED": (fused or kp.MERGE_POLL) and threshold and kp.TAGGED_ARRIVAL,
                         "STALE_FIRST": 0, "PDL": not fused and kp.PDL_MERGE,
-                        "STAGGER": 0, "SLOTS": 1, "WAVE": kp.STAGGER_WAVE, "LAZY": kp.LAZY_TIES,
+                        "STAGGER": 0, "SLOTS": 1, "WAVE": kp.STAGGER_WAVE,
                     }  # fmt: skip
                     name = (
                         f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"

@@ -34,13 +34,11 @@ TRACE_WORDS = 320
 TILE = 4096  # vocabulary elements per tile program
 BIG_TILE = 8192  # the default tile from BIG_TILE_PROGRAMS programs of TILE on: the column-group tile in
 # two halves (64 elements per thread) halves the per-tile work (bound, compaction, top 32) per element.
-# H200, session 13 (benchmarks/NOTES.md item 66), with lazy_ties: fp32 V = 163,840 B = 4 / 16 / 64 / 256
-# 45.2 / 59.4 / 119.7 / 355.1 -> 44.4 / 58.0 / 106.0 / 303.4 us; B = 1 / 2 40.0 / 41.6 -> 40.6 / 42.2
+# H200, session 13 (benchmarks/NOTES.md item 66; tie masks formed lazily in both): fp32 V = 163,840,
+# B = 4 / 16 / 64 / 256 45.2 / 59.4 / 119.7 / 355.1 -> 44.4 / 58.0 / 106.0 / 303.4 us; B = 1 / 2
+# 40.0 / 41.6 -> 40.6 / 42.2
 BIG_TILE_PROGRAMS = 160  # (B = 4 at V = 163,840)
 BIG_TILE_MAXNREG = 128  # four programs per SM: 96 (five) 111.8 against 106.0 at B = 64, 80 spills
-LAZY_TIES = True  # the column-group tile forms its tie masks only when fewer than 32 elements lie above
-# its bound (Gaussian rows: almost never): H200, B = 1 / 16 / 64 / 256 41.1 / 61.7 / 127.8 / 385.9 ->
-# 40.1 / 59.4 / 119.7 / 355.0 us with tiles of TILE (item 66)
 NUM_WARPS = 4
 WIDE_WARPS = 8  # default_warps: warps per program up to WIDE_MAX_BATCH rows. Session 4 measured 8
 # better at B <= 2 (52.3 vs 56.3 us at B = 1), but only because ptxas serialised two of a 4-warp
@@ -133,8 +131,8 @@ class Plan:
     ``fast_tile``: the column-group tile selection (falls back to the strided-group one, ``groups`` /
     ``cap``, when more than ``fcap`` elements pass its bound; only for 256 to 2048 elements per warp:
     a 16-byte load per thread, and a thread's elements of each of at most two halves fit one 32-bit
-    selection mask); ``lazy_ties``: it forms the masks of the ties at its bound only when fewer than
-    32 elements lie above the bound; ``merge_pool``:
+    selection mask; it forms the masks of the ties at its bound only when fewer than 32 elements lie
+    above the bound); ``merge_pool``:
     keys of the merge's first try, the leading keys of every tile (``pool_shape``; 0 disables it);
     ``maxnreg``: register cap of the tile kernel (None: none; ``for_shape``'s default 0 means
     default_maxnreg(batch, fused, programs)). ``launches`` is the number of
@@ -197,7 +195,6 @@ class Plan:
     poll: bool = False
     stagger: int | None = None
     stagger_wave: int = STAGGER_WAVE
-    lazy_ties: bool = LAZY_TIES
 
     @property
     def launches(self) -> int:
@@ -277,7 +274,6 @@ class Plan:
         poll: bool | None = None,
         stagger: int | None = None,
         stagger_wave: int | None = None,
-        lazy_ties: bool = LAZY_TIES,
     ) -> Plan:
         """The plan for [batch, vocab]; tile and num_warps default by batch size (default_tile,
         default_warps)."""
@@ -314,7 +310,7 @@ class Plan:
             interpreting() if by_count is None else by_count, warp_bound, pair_pool,
             bound_retry, tagged, stale_first, pool_quads,
             (PDL_MERGE if pdl is None else pdl) and not fused and not split_finish and not interpreting(),
-            poll, stagger, stagger_wave, lazy_ties,
+            poll, stagger, stagger_wave,
         )  # fmt: skip
 
 
@@ -594,7 +590,7 @@ def launch(
             WARP_BOUND=plan.warp_bound, MPOOL_PAIRS=plan.pool_folds, RETRY=plan.bound_retry,
             TAGGED=plan.tags, STALE_FIRST=plan.stale_first, PDL=pdl and "merge" in stages,
             STAGGER=stagger, SLOTS=_slots(bits.device) if stagger else 1,
-            WAVE=plan.stagger_wave if stagger else STAGGER_WAVE, LAZY=plan.lazy_ties,
+            WAVE=plan.stagger_wave if stagger else STAGGER_WAVE,
             num_warps=plan.num_warps, **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         )  # fmt: skip
     if not plan.fused and "merge" in stages:

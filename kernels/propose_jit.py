@@ -130,23 +130,6 @@ def _tile_bits(base, loc, inb, full, SRC: tl.constexpr):
 
 
 @triton.jit
-def _tile_halves(base, loc, inb, inb2, full, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
-    """_tile_bits of a tile's first half and, with HALVES = 2, of its second (HALF elements on): every
-    load of both issued before the first use of any (one DRAM round trip); with one half b2 is b."""
-    if HALVES == 2:
-        if full:
-            b = _bits_i32(tl.load(base + loc), SRC)
-            b2 = _bits_i32(tl.load(base + HALF + loc), SRC)
-        else:
-            b = tl.where(inb, _bits_i32(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
-            b2 = tl.where(inb2, _bits_i32(tl.load(base + HALF + loc, mask=inb2, other=0), SRC), -8388608)
-    else:
-        b = _tile_bits(base, loc, inb, full, SRC)
-        b2 = b
-    return b, b2
-
-
-@triton.jit
 def _bits_i32(raw, SRC: tl.constexpr):
     """load_bits_i32's widening of loaded integer views."""
     if SRC == SRC_F32:
@@ -316,7 +299,6 @@ def tile_kernel(
     STAGGER: tl.constexpr = 0,
     SLOTS: tl.constexpr = 1,
     WAVE: tl.constexpr = 8,
-    LAZY: tl.constexpr = False,
 ):
     """Per (row, tile): the tile's top 32 keys (clause 3.1, descending, KEY_PAD past the tile's end)
     and its status flags (2.1). FUSED: the row's last tile program to finish also merges the row
@@ -362,7 +344,7 @@ def tile_kernel(
     if FAST:
         _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
-            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND, RETRY, LAZY,
+            TILE, NT, FCAP, GROUPS, CAP, SRC, USE_TL_TOPK, BY_COUNT, WARP_BOUND, RETRY,
         )  # fmt: skip
     else:
         _tile_part(
@@ -500,43 +482,12 @@ def _popc32(x):
 
 
 @triton.jit
-def _half_masks(sk, inb, full, theta, bit, NT: tl.constexpr, GW: tl.constexpr):
-    """One half-tile's elements above theta (gtb) and at theta (eqb) as one bit mask per column group
-    (bit GW r + j for the group's element in row r, column j)."""
-    gtb = _group_bits(tl.where(sk > theta, bit, 0), NT, GW)
-    eqb = _group_bits(tl.where(sk == theta, bit, 0), NT, GW)
-    if not full:  # lanes past V read as -inf and must not tie with theta = -inf (~35 instructions
-        # per warp of the per-element test are left to a vocabulary's last tile)
-        eqb = eqb & _group_bits(tl.where(inb, bit, 0), NT, GW)
-    return gtb, eqb
-
-
-@triton.jit
-def _column_masks(
-    sk, inb, sk2, inb2, full, theta, bit, NT: tl.constexpr, GW: tl.constexpr, HALVES: tl.constexpr
-):
-    """The elements above theta (gtb; gtb2 in the second half) and at theta (eqb, eqb2) as bit masks per
-    column group (_half_masks), the groups' counts over both halves and the tile's totals:
-    (gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq); with one half gtb2 and eqb2 are gtb and eqb (unused).
-    Masks instead of per-element flags: nothing per element stays live past this point (the flags had
-    held ~550 instructions of each warp's ~1,430 in the register-capped tile, H200 ncu), and the
-    counts are the masks' popcounts."""
-    gtb, eqb = _half_masks(sk, inb, full, theta, bit, NT, GW)
-    c_gt = _popc32(gtb)
-    c_eq = _popc32(eqb)
-    gtb2 = gtb
-    eqb2 = eqb
-    if HALVES == 2:
-        gtb2, eqb2 = _half_masks(sk2, inb2, full, theta, bit, NT, GW)
-        c_gt += _popc32(gtb2)
-        c_eq += _popc32(eqb2)
-    both = tl.sum(c_gt + (c_eq << PACK))
-    return gtb, eqb, gtb2, eqb2, c_gt, c_eq, both & PACK_MASK, both >> PACK
-
-
-@triton.jit
 def _gt_masks(sk, sk2, theta, bit, NT: tl.constexpr, GW: tl.constexpr, HALVES: tl.constexpr):
-    """LAZY: _column_masks' elements above theta only: (gtb, gtb2, c_gt, n_gt), gtb2 = gtb with one half."""
+    """The elements above theta as one bit mask per column group and half (bit GW r + j for the group's
+    element in row r, column j; gtb2 for the second half, gtb2 = gtb with one half), the groups' counts
+    and the tile's total: (gtb, gtb2, c_gt, n_gt). Masks instead of per-element flags: nothing per
+    element stays live past this point (the flags had held ~550 instructions of each warp's ~1,430 in
+    the register-capped tile, H200 ncu), and the counts are the masks' popcounts."""
     gtb = _group_bits(tl.where(sk > theta, bit, 0), NT, GW)
     c_gt = _popc32(gtb)
     gtb2 = gtb
@@ -548,10 +499,12 @@ def _gt_masks(sk, sk2, theta, bit, NT: tl.constexpr, GW: tl.constexpr, HALVES: t
 
 @triton.jit
 def _eq_masks(sk, inb, sk2, inb2, full, theta, bit, NT: tl.constexpr, GW: tl.constexpr, HALVES: tl.constexpr):
-    """LAZY: _column_masks' elements at theta, formed only when fewer than 32 lie above it:
-    (eqb, eqb2, c_eq, n_eq), eqb2 = eqb with one half."""
+    """The elements at theta as _gt_masks forms those above it, formed only when fewer than 32 lie above
+    it (Gaussian rows almost never: the test per element and a reduction saved; H200, session 13: B = 64
+    127.8 -> 119.7 us, benchmarks/NOTES.md item 66): (eqb, eqb2, c_eq, n_eq)."""
     eqb = _group_bits(tl.where(sk == theta, bit, 0), NT, GW)
-    if not full:
+    if not full:  # lanes past V read as -inf and must not tie with theta = -inf (~35 instructions
+        # per warp of the per-element test are left to a vocabulary's last tile)
         eqb = eqb & _group_bits(tl.where(inb, bit, 0), NT, GW)
     c_eq = _popc32(eqb)
     eqb2 = eqb
@@ -638,7 +591,6 @@ def _tile_fast(
     BY_COUNT: tl.constexpr,
     WARP_BOUND: tl.constexpr,
     RETRY: tl.constexpr,
-    LAZY: tl.constexpr = False,
 ):
     """The tile's candidates and flags (as _tile_part) with per-thread groups and little per-element work.
 
@@ -660,7 +612,7 @@ def _tile_fast(
     between warps: the smallest over the NT / 32 runs of 32 consecutive columns (one warp's threads) of
     the run's (32 / runs)-th largest column maximum, which 32 distinct columns still reach (more
     elements pass it: ~50 instead of ~37 for Gaussian logits); with RETRY, more than FCAP above it
-    retries with the exact bound. LAZY forms the masks of the ties at theta only when fewer than 32
+    retries with the exact bound. The masks of the ties at theta are formed only when fewer than 32
     elements lie above it (rare for real logits; one reduction fewer and no tie test per element
     otherwise). More than FCAP takes _tile_part (the
     layout is a performance matter only: the bounds hold for any partition into columns). Value keys
@@ -680,7 +632,10 @@ def _tile_fast(
     full = first_id + TILE <= V
     base = logits_ptr + (row * V + first_id)
     inb2 = loc + HALF < lim
-    b, b2 = _tile_halves(base, loc, inb, inb2, full, HALF, HALVES, SRC)
+    b = _tile_bits(base, loc, inb, full, SRC)
+    b2 = b
+    if HALVES == 2:  # (ptxas still issues all 16 loads before the first use: aot_check's load audit)
+        b2 = _tile_bits(base + HALF, loc, inb2, full, SRC)
     sk = value_key32(b)  # (-0 ties +0, clause 3.1)
     cmax = tl.max(sk, axis=0)
     cmin = tl.min(sk, axis=0)
@@ -719,33 +674,21 @@ def _tile_fast(
         else:
             theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
         bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
-        if LAZY:  # the ties' masks only when needed (below)
-            gtb, gtb2, c_gt, n_gt = _gt_masks(sk, sk2, theta, bit, NT, GW, HALVES)
-            eqb, eqb2, c_eq, n_eq = gtb, gtb2, c_gt, n_gt
-        else:
-            gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq = _column_masks(
-                sk, inb, sk2, inb2, full, theta, bit, NT, GW, HALVES
-            )
+        gtb, gtb2, c_gt, n_gt = _gt_masks(sk, sk2, theta, bit, NT, GW, HALVES)
         if WARP_BOUND and RETRY and not BY_COUNT:  # noqa: SIM102 (constexpr condition, then a runtime one)
             if n_gt > FCAP:
                 # the per-warp bound is weak when the large values sit in a few warps' columns (a
                 # vocabulary's likely tokens sharing an ID range): the exact bound before _tile_part
                 theta = tl.maximum(tl.min(tl.topk(gmax, K_C)), SK_NEG_INF)
-                if LAZY:
-                    gtb, gtb2, c_gt, n_gt = _gt_masks(sk, sk2, theta, bit, NT, GW, HALVES)
-                else:
-                    gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq = _column_masks(
-                        sk, inb, sk2, inb2, full, theta, bit, NT, GW, HALVES
-                    )
+                gtb, gtb2, c_gt, n_gt = _gt_masks(sk, sk2, theta, bit, NT, GW, HALVES)
         col = tl.arange(0, NT)  # (the compaction's column indices)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
             bits2 = gtb2
             cnt = c_gt
             n_sel = n_gt
-        else:
-            if LAZY:
-                eqb, eqb2, c_eq, n_eq = _eq_masks(sk, inb, sk2, inb2, full, theta, bit, NT, GW, HALVES)
+        else:  # (the ties' masks only here)
+            eqb, eqb2, c_eq, n_eq = _eq_masks(sk, inb, sk2, inb2, full, theta, bit, NT, GW, HALVES)
             bits, bits2, cnt, n_sel = _with_ties(
                 gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE, NT, GW, FCAP, HALVES
             )

@@ -157,10 +157,7 @@ PLANS: dict[str, dict[str, Any]] = {
     # tiles of 8192 with 4 warps: the column-group tile in two halves of 4096 (64 elements per thread,
     # two selection masks each), the count ordering and the GPU's (bitonic, per-warp bound)
     "halves": {"tile": 8192},
-    "halves_bitonic": {"tile": 8192, "by_count": False, "lazy_ties": True},
-    # the ties' masks formed only when fewer than 32 elements lie above the bound (lazy_ties)
-    "lazy_ties": {"lazy_ties": True},
-    "halves_lazy": {"tile": 8192, "lazy_ties": True},
+    "halves_bitonic": {"tile": 8192, "by_count": False},
     "halves_fused": {"tile": 8192, "fused": True},  # (the fused form's last program merges big tiles)
     # the fused form's tagged arrival with pool_pair's pool (pair_hot reloads tagged lists); the same
     # with the merge's first look at the pool's keys and the hot lists stale, or at the flags (its

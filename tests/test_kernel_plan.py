@@ -46,7 +46,6 @@ def test_batch_defaults(batch: int) -> None:
     plan = kp.Plan.for_shape(batch, 163_840)
     assert plan.fused == (batch <= kp.FUSED_MAX_BATCH)
     assert plan.tile == (kp.BIG_TILE if batch * 40 >= kp.BIG_TILE_PROGRAMS else kp.TILE)  # (40 of TILE)
-    assert plan.lazy_ties is kp.LAZY_TIES
     if not plan.fused and plan.tile > kp.TILE:
         assert plan.maxnreg == kp.BIG_TILE_MAXNREG
         assert plan.stagger_wave == 65536 // (kp.BIG_TILE_MAXNREG * 32 * plan.num_warps)  # (4 per SM)

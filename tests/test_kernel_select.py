@@ -28,8 +28,7 @@ from kernel_rows import DEVICE, KINDS, PLANS, check_plan, make_call, vocab_cases
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
 PATHS = ["default", "fused", "split_finish", "early_draw", "small_tiles", "tiny_tiles", "group32",
-         "no_greedy_fast", "extraction", "prev_tile", "halves", "halves_lazy", "lazy_ties",
-         "halves_fused"]  # fmt: skip
+         "no_greedy_fast", "extraction", "prev_tile", "halves", "halves_fused"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(PATHS))
