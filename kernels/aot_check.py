@@ -211,8 +211,9 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
                         stagger = {**consts, "STAGGER": kp.stagger_ns(sms, kp.TILE, 4), "SLOTS": sms}
                         out.append(("tile_kernel", f"{name}/stagger", sig, stagger))
                         # the default from BIG_TILE_PROGRAMS programs on: two halves, its own stagger
-                        big = {**consts, "TILE": kp.BIG_TILE, "SLOTS": sms,
-                               "STAGGER": kp.stagger_ns(sms, kp.BIG_TILE, 4), "WAVE": 4}  # fmt: skip
+                        big_plan = kp.Plan.for_shape(64, 163_840)
+                        big = {**consts, "TILE": big_plan.tile, "SLOTS": sms, "WAVE": big_plan.stagger_wave,
+                               "STAGGER": kp.stagger_ns(sms, big_plan.tile, 4)}  # fmt: skip
                         out.append(("tile_kernel", f"{name}/big", sig, big))
                     if fused and threshold and not trace and everything:  # the 8-warp plan option
                         wide = {**consts, "NT": 32 * kp.WIDE_WARPS}

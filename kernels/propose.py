@@ -39,6 +39,7 @@ BIG_TILE = 8192  # the default tile from BIG_TILE_PROGRAMS programs of TILE on: 
 # 40.0 / 41.6 -> 40.6 / 42.2
 BIG_TILE_PROGRAMS = 160  # (B = 4 at V = 163,840)
 BIG_TILE_MAXNREG = 128  # four programs per SM: 96 (five) 111.8 against 106.0 at B = 64, 80 spills
+SM_REGISTERS = 65536  # 32-bit registers per SM (sm_80 / sm_90): the programs an SM holds at a cap
 NUM_WARPS = 4
 WIDE_WARPS = 8  # default_warps: warps per program up to WIDE_MAX_BATCH rows. Session 4 measured 8
 # better at B <= 2 (52.3 vs 56.3 us at B = 1), but only because ptxas serialised two of a 4-warp
@@ -291,7 +292,7 @@ class Plan:
         if num_warps is None:
             num_warps = default_warps(batch)
         if stagger_wave is None:  # the programs one SM holds at once (64 registers: 8; 128: 4)
-            per_sm = 65536 // (maxnreg * 32 * num_warps) if maxnreg else STAGGER_WAVE
+            per_sm = SM_REGISTERS // (maxnreg * 32 * num_warps) if maxnreg else STAGGER_WAVE
             stagger_wave = min(STAGGER_WAVE, per_sm)
         for name, value in (("tile", tile), ("chunk", chunk), ("groups", groups), ("pool", pool)):
             if value < 32 or value & (value - 1):

@@ -482,6 +482,12 @@ def _popc32(x):
 
 
 @triton.jit
+def _bit_loc(bi, col, NT: tl.constexpr, GW: tl.constexpr):
+    """The half-tile index of bit bi of column group col's selection mask (bit GW r + j: row r, column j)."""
+    return (bi // GW) * (NT * GW) + col * GW + (bi % GW)
+
+
+@triton.jit
 def _gt_masks(sk, sk2, theta, bit, NT: tl.constexpr, GW: tl.constexpr, HALVES: tl.constexpr):
     """The elements above theta as one bit mask per column group and half (bit GW r + j for the group's
     element in row r, column j; gtb2 for the second half, gtb2 = gtb with one half), the groups' counts
@@ -533,10 +539,10 @@ def _with_ties(gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE: tl.
         HALF: tl.constexpr = TILE // HALVES
         col = tl.arange(0, NT)
         lo = _bit_index(eqb & -eqb)
-        tmin = tl.where(eqb != 0, (lo // GW) * (NT * GW) + col * GW + (lo % GW), TILE)
+        tmin = tl.where(eqb != 0, _bit_loc(lo, col, NT, GW), TILE)
         if HALVES == 2:
             lo2 = _bit_index(eqb2 & -eqb2)
-            tmin2 = HALF + (lo2 // GW) * (NT * GW) + col * GW + (lo2 % GW)
+            tmin2 = HALF + _bit_loc(lo2, col, NT, GW)
             tmin = tl.where((eqb == 0) & (eqb2 != 0), tmin2, tmin)
         phi = _kth32_smallest(tmin)
         bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), NT, GW))
@@ -703,13 +709,13 @@ def _tile_fast(
                     lowbit = tl.where(first_half, bits, bits2)
                     lowbit = lowbit & -lowbit
                     bi = _bit_index(lowbit)
-                    li = (bi // GW) * (NT * GW) + col * GW + (bi % GW) + tl.where(first_half, 0, HALF)
+                    li = _bit_loc(bi, col, NT, GW) + tl.where(first_half, 0, HALF)
                     bits = tl.where(first_half, bits ^ lowbit, bits)
                     bits2 = tl.where(first_half, bits2, bits2 ^ lowbit)
                 else:
                     lowbit = bits & -bits
                     bi = _bit_index(lowbit)
-                    li = (bi // GW) * (NT * GW) + col * GW + (bi % GW)
+                    li = _bit_loc(bi, col, NT, GW)
                     bits = bits ^ lowbit
                 tl.store(s_idx + slot + n, li.to(tl.int64), mask=lowbit != 0)
                 n += 1
