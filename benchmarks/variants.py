@@ -168,6 +168,9 @@ PLANS: dict[str, dict[str, Any]] = {
     "2L-t8192-r128-lazy-st0": {**_T8L, "stagger": 0},
     "2L-t8192-r128-lazy-st450": {**_T8L, "stagger": 450},
     "2L-t8192-r128-lazy-st1400": {**_T8L, "stagger": 1400},
+    # session 14: B = 1-2 geometry once more (tiles of 2,048: 80 programs per row; 8-warp tiles)
+    "2L-t2048": {"tile": 2048},
+    "2L-w8": {"num_warps": 8},
 }
 CALL3 = ("prev-default", "fast-tile-only", "fast", "fast-m8", "fast-w8", "fast-t8192-w8", "fast-t2048-w4",
          "fast-fused")  # fmt: skip
@@ -185,6 +188,7 @@ GREEDY_PLANS = (
     "2L-nostagger", "2L-t8192", "2L-t8192-r128", "2L-t8192-r96", "2L-t8192-r80", "2L-t8192-r128-st0",
     "2L-t8192-r128-st450", "2L-t8192-r96-mp256", "2L-lazy", "2L-t8192-r96-lazy", "2L-t8192-r128-lazy",
     "2L-t8192-lazy", "2L-t8192-r128-lazy-st0", "2L-t8192-r128-lazy-st450", "2L-t8192-r128-lazy-st1400",
+    "2L-t2048", "2L-w8",
 )  # fmt: skip
 PARTS_PLANS = ("thr-2L-t4096-w4", "extract-2L-t4096-w4", "thr-2L-t2048-w2-m4", "thr-2L-t8192-w8-m4",
                "thr-2L-t4096-w8-m4", "thr-2L-t1024-w1-m4", "prev-default", "fast")  # fmt: skip
