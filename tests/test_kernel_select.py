@@ -23,7 +23,7 @@ from dyadic24.kernels.gpu_check import Inputs, row_diffs  # noqa: E402
 from dyadic24.kernels.propose import TRACE_WORDS, Plan, make_workspace, propose  # noqa: E402
 from dyadic24.kernels.trace import decode  # noqa: E402
 
-from kernel_rows import DEVICE, KINDS, PLANS, check_plan, make_call, vocab_cases  # noqa: E402
+from kernel_rows import DEVICE, PLANS, check_plan, make_call, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
@@ -74,4 +74,4 @@ def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
         want = inp.reference(trace=True)
         assert want.trace is not None
         for r, (a, b) in enumerate(zip(traces, want.trace, strict=True)):
-            assert a.as_json() == b.as_json(), (r, KINDS[r % len(KINDS)])
+            assert a.as_json() == b.as_json(), (r, call.families[r])
