@@ -4,7 +4,8 @@ The tile and merge stages bound the 32nd value by a threshold and compact what l
 at the threshold, more candidates than the compaction slots (the extraction path), the one-, two- and
 three-launch forms and the greedy argmax-only branch are each forced here by constructed rows
 (kernel_rows.py) and launch plans. The merge's pools and tagged words: test_kernel_select_pools.py;
-Triton's bitonic ordering (the GPU's) under the interpreter: test_kernel_select_order.py.
+Triton's bitonic ordering (the GPU's) under the interpreter: test_kernel_select_order.py; 16-bit
+logits and traces through the launch forms: test_kernel_select_trace.py.
 """
 
 from __future__ import annotations
@@ -19,11 +20,8 @@ from dyadic24.kernels.backend import select_backend  # noqa: E402
 select_backend()
 
 from dyadic24.kernels.exp_table import TABLE_PATH  # noqa: E402
-from dyadic24.kernels.gpu_check import Inputs, row_diffs  # noqa: E402
-from dyadic24.kernels.propose import TRACE_WORDS, Plan, make_workspace, propose  # noqa: E402
-from dyadic24.kernels.trace import decode  # noqa: E402
 
-from kernel_rows import DEVICE, PLANS, check_plan, make_call, vocab_cases  # noqa: E402
+from kernel_rows import check_plan, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
@@ -35,43 +33,3 @@ PATHS = ["default", "fused", "split_finish", "early_draw", "small_tiles", "tiny_
 def test_plans_give_the_reference_bits(plan_name: str, vocab: int) -> None:
     """clauses 3.2 / 4.1: every selection path and launch form agrees with the reference."""
     check_plan(plan_name, vocab)
-
-
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_half_precision_logits(dtype: str) -> None:
-    """clause 1.2: the int32 widening of the tile stage equals the reference's exact widening."""
-    call = make_call(5000, 77, dtype)
-    inp = Inputs(call, DEVICE)
-    got = inp.run()
-    assert not row_diffs(got, inp.reference())
-
-
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_half_precision_logits_in_big_tiles(dtype: str) -> None:
-    """clause 1.2 through tiles of 8192 (two halves of 4096: 8 elements per 16-bit load, 4 rows per
-    half), the GPU's default from 160 tiles of 4096 on."""
-    check_plan("halves", 9000, dtype)
-
-
-@pytest.mark.parametrize("plan_name", ["default", "fused", "split_finish"])
-def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
-    """clause 12.3 through the two- (polling merge), one- and three-launch forms; the tagged forms'
-    counters are left at a count of 0 and the next epoch for the next launch."""
-    call = make_call(9000, 5)
-    inp = Inputs(call, DEVICE)
-    rows = len(call.logits)
-    ws = make_workspace(rows, 9000, DEVICE)
-    plan = Plan.for_shape(rows, 9000, **PLANS[plan_name])
-    for launch in range(2):
-        buf = torch.zeros((rows, TRACE_WORDS), dtype=torch.int64, device=DEVICE)
-        out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau,
-                      trace=buf, workspace=ws, plan=plan)  # fmt: skip
-        counter = ws.counter.cpu().numpy()
-        assert not (counter & 0xFFFFFF).any()
-        assert ((counter >> 24) == (launch + 1 if plan.fused or plan.tags else 0)).all()
-        _, token, ids, tickets = (t.cpu().numpy() for t in out)
-        traces = decode(buf.cpu().numpy(), token, ids, tickets)
-        want = inp.reference(trace=True)
-        assert want.trace is not None
-        for r, (a, b) in enumerate(zip(traces, want.trace, strict=True)):
-            assert a.as_json() == b.as_json(), (r, call.families[r])
