@@ -12,6 +12,7 @@ Stage data, per sub-batch of n rows (K = min(32, V), slot arrays always have 32 
   greedy(temperature f32[n]) -> bool[n], the rows that take the greedy path            clause 4.1
   scale(l_c f32[n,K], m f32[n], tau f32 scalar) -> (d f32[n,K], z f32[n,K])           clauses 5.1-5.2
   exp(z f32[n,K]) -> e f32[n,K]                                                       clause 5.3
+  softmax(l_c, ids i64[n,K], m, tau, scale, exp) -> (d, z, e): scale, then exp        clauses 5.1-5.3
   slot_order(ids i64[n,K], l_c f32[n,K]) -> perm i64[n,K] (slot j holds candidate perm[j])  clause 6.1
   normalizer(e_slots f32[n,32]) -> S f64[n]                                            clause 6.2
   probabilities(e_slots f32[n,32], S f64[n]) -> p f64[n,32]                            clause 7.1
@@ -142,6 +143,21 @@ def exp_default(z: F32) -> F32:
     return exp32_np(z)
 
 
+def softmax_default(
+    l_c: F32,
+    ids: I64,
+    m: F32,
+    tau: np.float32,
+    scale: Callable[[F32, F32, np.float32], tuple[F32, F32]],
+    exp: Callable[[F32], F32],
+) -> tuple[F32, F32, F32]:
+    """Clauses 5.1-5.3 for the candidates (token IDs ``ids``): d and z by ``scale``, e by ``exp``. A stage
+    of its own so that a mutant can replace clause 5 as a whole, as a vocabulary-tiled softmax does."""
+    del ids
+    d, z = scale(l_c, m, tau)
+    return d, z, exp(z)
+
+
 # --- clause 6: slots and the normaliser -------------------------------------------------------
 
 
@@ -255,6 +271,7 @@ class Stages:
     greedy: Callable[[F32], npt.NDArray[np.bool_]] = greedy_default
     scale: Callable[[F32, F32, np.float32], tuple[F32, F32]] = scale_default
     exp: Callable[[F32], F32] = exp_default
+    softmax: Callable[..., tuple[F32, F32, F32]] = softmax_default
     slot_order: Callable[[I64, F32], I64] = slot_order_default
     normalizer: Callable[[F32], F64] = normalizer_default
     probabilities: Callable[[F32, F64], F64] = probabilities_default
@@ -339,8 +356,7 @@ def propose_with(
             s_logits = ok_logits if live.all() else ok_logits[live]
             s_cand = cand[live]
             l_c = np.take_along_axis(s_logits, s_cand, axis=1)
-            d, z = stages.scale(l_c, m[live], tau32)
-            e = stages.exp(z)
+            d, z, e = stages.softmax(l_c, s_cand, m[live], tau32, stages.scale, stages.exp)
 
             perm = stages.slot_order(s_cand, l_c)
             pad = K_MAX - k

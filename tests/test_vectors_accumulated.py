@@ -42,7 +42,9 @@ def test_stream_sample_matches_the_recipe() -> None:
 
 def test_stream_exercises_every_status() -> None:
     statuses = set()
-    for tau, rows, _ in accumulated.calls(2000, 64):
+    for g in range(accumulated.segments(2000)):
+        tau, vocab = accumulated.segment_params(g)
+        rows = accumulated.stream_rows(g * accumulated.SEGMENT, accumulated.SEGMENT, vocab)
         statuses |= set(accumulated.run_call(propose_fast, tau, rows).status.tolist())
     assert statuses == {0, 1, 2, 3, 4}
 

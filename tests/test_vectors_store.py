@@ -53,8 +53,9 @@ def test_selection_by_topic_stem_and_name() -> None:
 
 def test_flag_notes_cover_every_flag() -> None:
     flags = {f for v in store.iter_vectors() for f in v.flags}
-    assert flags <= set(store.FLAG_NOTES)
-    assert all(len(store.FLAG_NOTES[f]) > 20 for f in flags)
+    notes = store.flag_notes()
+    assert flags <= set(notes)
+    assert all(len(notes[f]["text"]) > 20 and notes[f]["clauses"] for f in flags)
 
 
 def test_narrow_logits_widen_to_the_logits() -> None:

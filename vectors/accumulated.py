@@ -18,7 +18,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,16 +170,6 @@ def stream_rows(first: int, count: int, vocab: int) -> StreamRows:
     return StreamRows(bits, t_bits.astype(np.uint32), seed, rnd.astype(np.uint64), pos.astype(np.uint64))
 
 
-def calls(n_rows: int, batch: int) -> Iterator[tuple[int, StreamRows, int]]:
-    """(tau bits, rows, first row index) per call: segments split into calls of at most ``batch`` rows."""
-    for g in range((n_rows + SEGMENT - 1) // SEGMENT):
-        tau, vocab = segment_params(g)
-        end = min(n_rows, (g + 1) * SEGMENT)
-        for first in range(g * SEGMENT, end, batch):
-            count = min(batch, end - first)
-            yield tau, stream_rows(first, count, vocab), first
-
-
 def row_bytes(out: Proposal) -> bytes:
     """status, token, ids[32], tickets[32] per row as little-endian int32 (264 bytes a row)."""
     parts = [
@@ -203,16 +193,40 @@ def run_call(impl: Impl, tau_bits: int, rows: StreamRows) -> Proposal:
     )
 
 
-def accumulate(impl: Impl, n_rows: int, batch: int = SEGMENT, progress: bool = False) -> str:
-    """SHA-256 (hex) of the outputs of the first ``n_rows`` stream rows under ``impl`` (clause 13.2)."""
+def segment_bytes(impl: Impl, g: int, n_rows: int, batch: int = SEGMENT) -> bytes:
+    """The hashed bytes of segment g's rows (those below n_rows), in calls of at most ``batch`` rows."""
+    tau, vocab = segment_params(g)
+    end = min(n_rows, (g + 1) * SEGMENT)
+    out = []
+    for first in range(g * SEGMENT, end, batch):
+        out.append(row_bytes(run_call(impl, tau, stream_rows(first, min(batch, end - first), vocab))))
+    return b"".join(out)
+
+
+def segments(n_rows: int) -> int:
+    return (n_rows + SEGMENT - 1) // SEGMENT
+
+
+def accumulate(
+    impl: Impl,
+    n_rows: int,
+    batch: int = SEGMENT,
+    progress: bool = False,
+    report: Callable[[int], None] | None = None,
+) -> str:
+    """SHA-256 (hex) of the outputs of the first ``n_rows`` stream rows under ``impl`` (clause 13.2).
+    ``report(rows done)`` is called after every segment."""
     if n_rows < 0 or batch < 1:
         raise ValueError("n_rows >= 0 and batch >= 1 required")
     digest = hashlib.sha256()
     start = time.monotonic()
-    for tau, rows, first in calls(n_rows, batch):
-        digest.update(row_bytes(run_call(impl, tau, rows)))
-        if progress and first % 100000 == 0 and first:
-            print(f"  {first} rows, {time.monotonic() - start:.0f} s", file=sys.stderr)
+    for g in range(segments(n_rows)):
+        digest.update(segment_bytes(impl, g, n_rows, batch))
+        done = min(n_rows, (g + 1) * SEGMENT)
+        if report is not None:
+            report(done)
+        if progress and done % 100_000 == 0:
+            print(f"  {done} rows, {time.monotonic() - start:.0f} s", file=sys.stderr)
     return digest.hexdigest()
 
 

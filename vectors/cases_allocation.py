@@ -7,17 +7,18 @@ import math
 import numpy as np
 
 from dyadic24.api import TICKETS, RowTrace
-from dyadic24.vectors import found
 from dyadic24.vectors.case import NINF, ONE, PZERO, Case, case, f32, row
 from dyadic24.vectors.checks import (
     any_row,
     f64_value,
     largest_remainder_differs,
     near_integer_count,
+    p_reciprocal_changes_count,
     remainder_at_least,
     remainder_is,
     slot_e,
 )
+from dyadic24.vectors.found_inputs import found
 from dyadic24.vectors.rows import bell, uniform
 
 
@@ -58,7 +59,7 @@ def cases() -> list[Case]:
                 checks=[any_row(largest_remainder_differs, "Hamilton differs")],
             )
         )
-    for n, fbits in enumerate(found.NEAR_INTEGER):
+    for n, fbits in enumerate(found().rows["near_integer"]):
         out.append(
             case(
                 f"some p * 2^24 within 2^-20 of an integer (row {n})",
@@ -67,7 +68,7 @@ def cases() -> list[Case]:
                 checks=[any_row(near_integer_count(-20, exact=False), "p * 2^24 near an integer")],
             )
         )
-    for n, (zb, zc) in enumerate(found.PAIRS_TO_ONE[:3]):
+    for n, (zb, zc) in enumerate(found().pairs_to_one[:3]):
         fbits = [PZERO, zb, zc] + [NINF] * (5 + n)
         out.append(
             case(
@@ -97,7 +98,7 @@ def cases() -> list[Case]:
             checks=[any_row(remainder_is(0), "R = 0")],
         )
     )
-    for n, (r, fbits) in enumerate(found.REMAINDER_MAX):
+    for n, (r, fbits) in enumerate(found().remainder_max):
         out.append(
             case(
                 f"[0, x * 31] with tau = 1: R = {r}, the largest found (row {n})",
@@ -128,13 +129,23 @@ def cases() -> list[Case]:
                 checks=[any_row(zero_ticket_candidate, "e > 0, t = 0")],
             )
         )
-    for n, fbits in enumerate(found.VARIANT_P_BINARY32):
+    for n, fbits in enumerate(found().rows["variant_p_binary32"]):
         out.append(
             case(
                 f"p in binary32 changes the tickets (row {n})",
                 ["p_binary32"],
                 row(np.array(fbits, dtype=np.uint32)),
                 checks=[any_row(p_binary32_differs, "binary32 p differs")],
+            )
+        )
+    for n, hexrow in enumerate(found().extra["pReciprocal"]):
+        out.append(
+            case(
+                f"[0, z1, z2] with tau = 1: p = e * RN64(1/S) changes a count (row {n})",
+                ["p_reciprocal", "tau_one", "vocab_lt_32"],
+                row(np.array([int(w, 16) for w in hexrow], dtype=np.uint32)),
+                tau_bits=ONE,
+                checks=[any_row(p_reciprocal_changes_count, "reciprocal p changes a count")],
             )
         )
     return out

@@ -12,7 +12,6 @@ import numpy as np
 from dyadic24.api import RowTrace
 from dyadic24.reference.exp_exact import exp32
 from dyadic24.reference.ieee import decode32, div32, round_binary32, sub32
-from dyadic24.vectors import found
 from dyadic24.vectors.case import (
     MAXF,
     MIN_NORMAL,
@@ -31,10 +30,12 @@ from dyadic24.vectors.checks import (
     any_row,
     f32_value,
     floor_first,
+    ftz_exp_changes_tickets,
     has_subnormal,
     has_value,
     tree_sum,
 )
+from dyadic24.vectors.found_inputs import found
 from dyadic24.vectors.rows import bell, uniform
 
 LOG2E32 = f32(1.4426950408889634)
@@ -348,14 +349,14 @@ def taus() -> list[Case]:
 def variants() -> list[Case]:
     out = []
     table: tuple[tuple[str, list[list[int]], Variant, str], ...] = (
-        ("tau_division", found.VARIANT_TAU_DIVISION, _v_reciprocal, "d * RN32(1 / tau)"),
+        ("tau_division", found().rows["variant_tau_division"], _v_reciprocal, "d * RN32(1 / tau)"),
         (
             "difference_rounding",
-            found.VARIANT_DIFFERENCE_ROUNDING,
+            found().rows["variant_difference_rounding"],
             _v_unrounded_difference,
             "RN32((l - m) / tau)",
         ),
-        ("exp_via_exp2", found.VARIANT_EXP_VIA_EXP2, _v_exp2, "exp2(RN32(z * log2 e))"),
+        ("exp_via_exp2", found().rows["variant_exp_via_exp2"], _v_exp2, "exp2(RN32(z * log2 e))"),
     )
     for flag, rows, variant, what in table:
         for n, bits in enumerate(rows):
@@ -381,5 +382,28 @@ def masked_overflow() -> list[Case]:
     ]
 
 
+def ftz_ties() -> list[Case]:
+    """A subnormal e that decides two chained binary64 ties of the tree (vectors/search_edges.py, record
+    ftzExpTie): flushing it to zero changes S and the tickets, not only the trace."""
+    out = []
+    for n, rec in enumerate(found().extra["ftzExpTie"]):
+        bits = [int(w, 16) for w in rec["row"]]
+        top = int(rec["top"])
+        ones = sum(1 for b in bits if b == PZERO)
+        what = f"{ones} logits 0 (e = 1)" if ones == top else "1 + e_b + e_c = 2"
+        out.append(
+            case(
+                f"slots 0-6 hold e summing to {top} * 2^-53 and {top} * 2^-106 plus a subnormal e; slots 16+ "
+                f"hold {what}: the subnormal decides two ties, S = {top} + ulp({top}), not {top} (row {n})",
+                ["ftz_exp_decides_tie", "subnormal_exp", "tau_one", "neg_inf_interleaved"]
+                + (["argmax_tie"] if ones > 1 else []),
+                row(np.array(bits, dtype=np.uint32)),
+                tau_bits=ONE,
+                checks=[any_row(ftz_exp_changes_tickets, "FTZ of e changes S and the tickets")],
+            )
+        )
+    return out
+
+
 def cases() -> list[Case]:
-    return subnormals() + overflow() + masked_overflow() + taus() + variants()
+    return subnormals() + overflow() + masked_overflow() + taus() + variants() + ftz_ties()

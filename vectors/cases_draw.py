@@ -9,7 +9,7 @@ import numpy as np
 from dyadic24.api import RowTrace
 from dyadic24.reference.philox import draw_block
 from dyadic24.vectors.case import NINF, ONE, Case, case, f32, row
-from dyadic24.vectors.checks import any_row, u_on_interval_edge
+from dyadic24.vectors.checks import any_row, philox_double_changes_token, u_on_interval_edge
 from dyadic24.vectors.rows import bell, uniform
 
 U32 = np.ndarray
@@ -128,10 +128,10 @@ def extremes() -> list[Case]:
 
 
 def edges() -> list[Case]:
-    from dyadic24.vectors import found
+    from dyadic24.vectors.found_inputs import found
 
     out = []
-    for name, (seed, rnd, firsts, lasts) in found.DRAW_EDGES.items():
+    for name, (seed, rnd, firsts, lasts) in found().draw_edges.items():
         bits = DRAW_ROWS[name]()
         for first, positions in ((True, firsts), (False, lasts)):
             what = "first" if first else "last"
@@ -144,7 +144,7 @@ def edges() -> list[Case]:
                         checks=[any_row(u_on_interval_edge(first), f"u on the {what} ticket")],
                     )
                 )
-    for name, (pos, rnd, firsts, lasts) in found.DRAW_EDGES_BY_SEED.items():
+    for name, (pos, rnd, firsts, lasts) in found().draw_edges_by_seed.items():
         bits = DRAW_ROWS[name]()
         for first, seeds in ((True, firsts), (False, lasts)):
             what = "first" if first else "last"
@@ -157,7 +157,7 @@ def edges() -> list[Case]:
                         checks=[any_row(u_on_interval_edge(first), f"u on the {what} ticket")],
                     )
                 )
-    u_seed, u_round, u_positions = found.U_EXTREMES
+    u_seed, u_round, u_positions = found().u_extremes
     for u, u_pos in sorted(u_positions.items()):
         for name, make in DRAW_ROWS.items():
             out.append(
@@ -238,5 +238,30 @@ def depth() -> list[Case]:
     return out
 
 
+def philox_double() -> list[Case]:
+    """Uniform 32-way rows whose key or block changes when Philox's products go through binary64
+    (vectors/search_edges.py, record philoxMulhiDouble): the token is u >> 19, so it shows the draw."""
+    from dyadic24.vectors.found_inputs import found
+
+    out = []
+    record = found().extra["philoxMulhiDouble"]
+    for part, key_differs in (("key", True), ("block", False)):
+        for hit in record[part]:
+            seed, rnd, pos = int(hit["seed"]), int(hit["round"]), int(hit["position"])
+            what = "proposal key" if key_differs else "draw block (right key)"
+            first = int(hit["philoxRound"]) + 1  # 1..10
+            out.append(
+                case(
+                    f"binary64 Philox products: the {what} differs from round {first} of 10 "
+                    f"on (first wrong product by {hit['multiplier']}) and the uniform-32 token changes",
+                    ["philox_mulhi_double"],
+                    row(uniform32(), ONE, seed=seed, round=rnd, position=pos),
+                    clauses=["9.1", "9.2" if key_differs else "9.3"],
+                    checks=[philox_double_changes_token(key_differs)],
+                )
+            )
+    return out
+
+
 def cases() -> list[Case]:
-    return high_bits() + extremes() + edges() + order_and_bits() + depth()
+    return high_bits() + extremes() + edges() + order_and_bits() + depth() + philox_double()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dyadic24.vectors.case import NINF, ONE, PZERO, QNAN, Case, case, f32, row
-from dyadic24.vectors.checks import any_row
-from dyadic24.vectors.rows import bell, words
+from dyadic24.vectors.case import NINF, ONE, PZERO, QNAN, Case, case, derived_u64, f32, row
+from dyadic24.vectors.checks import any_row, tiled_merge_changes_outputs, tiled_softmax_changes_tickets
+from dyadic24.vectors.rows import bell, uniform, words
 
 V = 163_840
 
@@ -77,6 +77,73 @@ def cases() -> list[Case]:
             ["vocab_large", "nan_last", "nan_non_candidate"],
             row(nan_last),
             checks=[any_row(lambda t: t.status == 1, "NAN_LOGIT")],
+        )
+    )
+    return out + tiled()
+
+
+TILE = 4096  # the tile width of the tiled mutants (conformance/mutants/tiled.py)
+
+
+def peaked_row(name: str, vocab: int, peaks: int, center: float, scale: float) -> np.ndarray:
+    """A low bell bulk (around -8) with ``peaks`` candidates at pseudo-random IDs of every tile."""
+    bits = bell(name, vocab, center=-8.0, scale=1.5)
+    ids = (words(name + "-ids", peaks) % np.uint32(vocab)).astype(np.int64)
+    bits[ids] = bell(name + "-values", peaks, center=center, scale=scale)
+    return bits
+
+
+def tiled() -> list[Case]:
+    """Rows with V > 4,096 whose outputs change under the tiled mistakes of clauses 3.1 and 5.3."""
+    out = []
+    for vocab, name in ((8192, "tiled-softmax-8192"), (3 * TILE + 1, "tiled-softmax-12289")):
+        bits = peaked_row(name, vocab, 80, center=1.0, scale=0.4)
+        bits[vocab - 1] = f32(2.5)  # a* at the last ID, alone in its tile when V = 3 * 4096 + 1
+        out.append(
+            case(
+                f"V = {vocab:,}: a* at the last ID, candidates of substantial mass in every 4,096-ID tile; a "
+                "tiled softmax (per-tile maximum, rescaled) gives other e and other tickets",
+                ["tiled_softmax", "vocab_large"],
+                row(bits, ONE, seed=derived_u64(name), round=2, position=vocab),
+                checks=[tiled_softmax_changes_tickets],
+            )
+        )
+    # bfloat16-representable, a* in the second of four tiles (the name's suffix picks a row whose
+    # tickets change; the check re-verifies it on the exact trace)
+    bf = peaked_row("tiled-softmax-16384-b", 4 * TILE, 80, center=1.0, scale=0.4) & np.uint32(0xFFFF0000)
+    bf[6000] = f32(2.5)
+    out.append(
+        case(
+            "V = 16,384, bfloat16-representable: a* = 6000 in the second of four tiles, candidates in every "
+            "tile; a tiled softmax gives other e and other tickets",
+            ["tiled_softmax", "vocab_large", "bfloat16_representable"],
+            row(bf, ONE, seed=derived_u64("tiled-softmax-16384"), round=2, position=16384, narrow="bfloat16"),
+            checks=[tiled_softmax_changes_tickets],
+        )
+    )
+    tie = peaked_row("tiled-merge-max", 2 * TILE, 40, center=-1.0, scale=1.0)  # peaks below 2.5
+    tie[[1000, 5000]] = f32(3.0)  # the maximum, once in each tile
+    for t_bits, what in ((PZERO, "greedy: the token"), (ONE, "sampled: the remainder's owner")):
+        out.append(
+            case(
+                f"V = 8,192, the maximum tied at IDs 1000 and 5000 (tiles 0 and 1), {what} depends on "
+                "the tie rule across tiles",
+                ["tile_merge_ties", "argmax_tie", "vocab_large"],
+                row(tie, t_bits, seed=0x7113, round=5, position=8192),
+                checks=[tiled_merge_changes_outputs],
+            )
+        )
+    edge = peaked_row("tiled-merge-edge", 2 * TILE, 0, center=0.0, scale=1.0)
+    top = 17 + 263 * np.arange(31, dtype=np.int64)  # 31 distinct IDs in both tiles, not 2000 or 6000
+    edge[top] = uniform("tiled-merge-edge-top", 31, 2.0, 4.0)
+    edge[[2000, 6000]] = f32(0.5)  # the 32nd value, once in each tile: C takes ID 2000
+    out.append(
+        case(
+            "V = 8,192, 31 logits >= 2 and the 32nd value 0.5 tied at IDs 2000 and 6000 (tiles 0 and 1): "
+            "C holds 2000, a merge with ties to the later tile holds 6000",
+            ["tile_merge_ties", "tie_at_boundary", "vocab_large"],
+            row(edge, ONE, seed=0x7114, round=5, position=8193),
+            checks=[tiled_merge_changes_outputs],
         )
     )
     return out

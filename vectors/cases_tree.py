@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from dyadic24.api import RowTrace
-from dyadic24.vectors import found
 from dyadic24.vectors.case import NINF, ONE, Case, case, row
 from dyadic24.vectors.checks import (
     allocate_slots,
@@ -15,6 +14,7 @@ from dyadic24.vectors.checks import (
     sum_differs,
     tree_sum,
 )
+from dyadic24.vectors.found_inputs import found
 
 TAU_ONE = ONE
 
@@ -45,10 +45,10 @@ def mask_differs(trace: RowTrace) -> bool:
 def cases() -> list[Case]:
     out = []
     kinds = (
-        ("sequential", "tree_vs_sequential", found.TREE_SEQUENTIAL),
-        ("descending", "tree_vs_descending", found.TREE_DESCENDING),
-        ("numpy", "tree_vs_numpy", found.TREE_NUMPY),
-        ("binary32", "sum_binary32", found.TREE_BINARY32),
+        ("sequential", "tree_vs_sequential", found().rows["tree_sequential"]),
+        ("descending", "tree_vs_descending", found().rows["tree_descending"]),
+        ("numpy", "tree_vs_numpy", found().rows["tree_numpy"]),
+        ("binary32", "sum_binary32", found().rows["tree_binary32"]),
     )
     for kind, flag, rows in kinds:
         for n, bits in enumerate(rows):
@@ -63,7 +63,7 @@ def cases() -> list[Case]:
                     checks=[any_row(sum_differs(kind), f"{kind} sum changes S and tickets")],
                 )
             )
-    for n, bits in enumerate(found.TREE_MASK):
+    for n, bits in enumerate(found().rows["tree_mask"]):
         out.append(
             case(
                 f"compacting the finite e values into the first slots changes S and the tickets (row {n})",

@@ -212,3 +212,161 @@ def every_row(pred: RowPredicate, what: str) -> Callable[[Case, list[RowTrace]],
             raise AssertionError(f"{case.comment!r}: rows {bad} lack the property {what!r}")
 
     return check
+
+
+# ---- mistakes whose effect on the outputs needs a searched input (vectors/search_edges.py)
+
+
+def pick_token(support_ids: Sequence[int], support_tickets: Sequence[int], u: int) -> int:
+    """Clause 9.5: the support entry whose half-open cumulative interval holds u."""
+    start = 0
+    for tid, t in zip(support_ids, support_tickets, strict=True):
+        if start <= u < start + t:
+            return tid
+        start += t
+    raise AssertionError("u outside the support")
+
+
+def philox_mulhi_double(counter: Sequence[int], key: Sequence[int]) -> tuple[int, int, int, int]:
+    """Philox4x32-10 (clause 9.1) with each high product word taken through binary64:
+    hi = floor(RN64(M * c) / 2^32) (Python floats are IEEE binary64, the product is one rounding);
+    the low words are exact."""
+    from dyadic24.reference.philox import M0, M1, ROUNDS, W0, W1
+
+    m32 = 0xFFFFFFFF
+    c0, c1, c2, c3 = (w & m32 for w in counter)
+    k0, k1 = key[0] & m32, key[1] & m32
+    for r in range(ROUNDS):
+        if r:
+            k0 = (k0 + W0) & m32
+            k1 = (k1 + W1) & m32
+        hi0 = math.floor(float(M0) * float(c0) / 2.0**32)
+        hi1 = math.floor(float(M1) * float(c2) / 2.0**32)
+        lo0, lo1 = (M0 * c0) & m32, (M1 * c2) & m32
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return c0, c1, c2, c3
+
+
+def philox_double_token(seed: int, round: int, position: int, trace: RowTrace) -> tuple[tuple[int, int], int]:
+    """(key, token) of a sampled row under the binary64-product Philox (clauses 9.2-9.5)."""
+    from dyadic24.reference.philox import DOMAIN_WORD
+
+    m32 = 0xFFFFFFFF
+    k = philox_mulhi_double((DOMAIN_WORD, 0, 0, 0), (seed & m32, seed >> 32))[:2]
+    x = philox_mulhi_double((position & m32, position >> 32, round & m32, round >> 32), k)
+    return (k[0], k[1]), pick_token(trace.support_ids, trace.support_tickets, x[0] >> 8)
+
+
+def philox_double_changes_token(key_differs: bool) -> Callable[[Case, list[RowTrace]], None]:
+    """Some sampled row draws another token when Philox's products are taken in binary64, and its
+    proposal key (clause 9.2) differs (``key_differs``) or is right while the block (9.3) is not."""
+
+    def check(case: Case, traces: list[RowTrace]) -> None:
+        seeds, rounds, positions = case.seeds()
+        for s, n, p, t in zip(seeds, rounds, positions, traces, strict=True):
+            if t.path != "sampled" or t.key is None:
+                continue
+            key, token = philox_double_token(s, n, p, t)
+            if (key != tuple(t.key)) == key_differs and token != t.token:
+                return
+        what = "key" if key_differs else "block (with the right key)"
+        raise AssertionError(f"{case.comment!r}: no row whose binary64-product {what} changes the token")
+
+    return check
+
+
+def p_reciprocal_changes_count(trace: RowTrace) -> bool:
+    """Some count of a token other than a* differs with p = RN64(e * RN64(1/S)) (clause 7.1), so the
+    tickets differ (the argmax's own count does not matter: its tickets are 2^24 minus the others')."""
+    if trace.path != "sampled":
+        return False
+    s = exact_s(trace)
+    inv = 1.0 / s
+    a = argmax_slot(trace)
+    for i, (e, c) in enumerate(zip(slot_e(trace), trace.counts, strict=False)):
+        if i != a and math.floor(e * inv * TICKETS) != c:
+            return True
+    return False
+
+
+def is_subnormal32(bits: int) -> bool:
+    return (bits & 0x7F800000) == 0 and (bits & 0x7FFFFF) != 0
+
+
+def ftz_exp_changes_tickets(trace: RowTrace) -> bool:
+    """Flushing the subnormal e to +0 (FTZ, clause 5.3) changes S and the tickets."""
+    if trace.path != "sampled" or not any(is_subnormal32(b) for b in trace.e_bits):
+        return False
+    flushed = [0.0 if is_subnormal32(b) else f32_value(b) for b in trace.e_bits]
+    vals = (flushed + [0.0] * 32)[:32]
+    s = tree_sum(vals)
+    if s == exact_s(trace):
+        return False
+    return allocate_slots(vals, s, argmax_slot(trace))[: slot_count(trace)] != list(trace.slot_tickets)
+
+
+TILE = 4096  # the tile width of the tiled mutants (conformance/mutants/tiled.py)
+
+
+def tiled_softmax_e(logits: Sequence[int], trace: RowTrace, tau_bits: int) -> list[int]:
+    """e per slot by a vocabulary-tiled softmax: RN32(RN32(exp(RN32(RN32(l - m_t) / tau))) *
+    RN32(exp(RN32(RN32(m_t - m) / tau)))), m_t the largest candidate logit of the token's tile of
+    4,096 IDs; exact IEEE operations (reference.ieee) and the correctly rounded exp."""
+    from dyadic24.reference.exp_exact import exp32
+    from dyadic24.reference.ieee import NEG_INF32, decode32, div32, key32, round_binary32, sub32
+
+    m = trace.m_bits or 0
+    tile_max: dict[int, int] = {}
+    for tid in trace.slot_ids:
+        b = int(logits[tid])
+        best = tile_max.get(tid // TILE)
+        if best is None or key32(b) > key32(best):
+            tile_max[tid // TILE] = b
+    out = []
+    for tid in trace.slot_ids:
+        b = int(logits[tid])
+        if b == NEG_INF32:
+            out.append(0)
+            continue
+        m_t = tile_max[tid // TILE]
+        local = exp32(div32(sub32(b, m_t), tau_bits))
+        factor = exp32(div32(sub32(m_t, m), tau_bits))
+        out.append(round_binary32(decode32(local) * decode32(factor)))
+    return out
+
+
+def tiled_softmax_changes_tickets(case: Case, traces: list[RowTrace]) -> None:
+    """Some sampled row gets other tickets from the tiled softmax's e (clause 5.3)."""
+    for r, t in zip(case.rows, traces, strict=True):
+        if t.path != "sampled":
+            continue
+        e_bits = tiled_softmax_e([int(v) for v in r.logits], t, case.tau_bits)
+        if e_bits == list(t.e_bits):
+            continue
+        vals = ([f32_value(b) for b in e_bits] + [0.0] * 32)[:32]
+        alt = allocate_slots(vals, tree_sum(vals), argmax_slot(t))[: slot_count(t)]
+        if alt != list(t.slot_tickets):
+            return
+    raise AssertionError(f"{case.comment!r}: the tiled softmax gives the same tickets")
+
+
+def tiles_reversed_order(logits: Sequence[int]) -> list[int]:
+    """Every ID in the order of a merge of per-tile lists that takes ties from the later tile first:
+    value descending (clause 3.1 equality), then tile descending, then ID ascending within the tile."""
+    from dyadic24.reference.ieee import key32
+
+    return sorted(range(len(logits)), key=lambda i: (-key32(int(logits[i])), -(i // TILE), i))
+
+
+def tiled_merge_changes_outputs(case: Case, traces: list[RowTrace]) -> None:
+    """Some row's outputs change when ties across tiles go to the later tile (clause 3.1): its greedy
+    token, its tickets (a* moves and R > 0), or its ids (a support token drops out of C)."""
+    for r, t in zip(case.rows, traces, strict=True):
+        if t.path not in ("sampled", "greedy") or t.order is None:
+            continue
+        order = tiles_reversed_order([int(v) for v in r.logits])[: len(t.order)]
+        if order[0] != t.argmax and (t.path == "greedy" or t.remainder):
+            return
+        if set(t.support_ids) - set(order):
+            return
+    raise AssertionError(f"{case.comment!r}: merging ties from the later tile changes no output")

@@ -1,44 +1,49 @@
 """`dyadic24 vectors ...`: regenerate or check the golden vectors (clause 13.1).
 
-dyadic24 vectors regen [FILE ...]       rewrite vectors/data/golden_*.json[.gz] from the exact reference
-dyadic24 vectors check [--quick]        schema, header hashes and counts; without --quick also that a
-                                        regeneration reproduces every file byte for byte
-dyadic24 vectors list                   files, vector counts, flags
-dyadic24 vectors hash                   the spec SHA-256 and the vector set SHA-256
+dyadic24 vectors regen --out DIR [FILE ...]   write golden_*.json[.gz] from the exact reference into DIR
+                                               and say, per file, whether it equals this release's
+dyadic24 vectors check [--quick]               the spec and vector files are this release's (their pinned
+                                               SHA-256), schema, header hashes and counts; without
+                                               --quick also that a regeneration reproduces every file
+                                               byte for byte
+dyadic24 vectors list                          files, vector counts, flags
+dyadic24 vectors hash                          the spec SHA-256 and the vector set SHA-256
+
+Exit status: 0 ok, 1 a check failed, 2 a usage error or a spec / vector file that cannot be used
+(unreadable, corrupt, not JSON, or not this release's bytes; one line names the file).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from dyadic24.api import SEMANTIC_ID
 from dyadic24.vectors import store
+from dyadic24.vectors.schema_check import Validator
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
-def _schema() -> dict[str, Any]:
+@cache
+def _validator() -> Validator:
     data: dict[str, Any] = json.loads((Path(__file__).resolve().parent / "schema.json").read_text())
-    return data
+    return Validator(data)
 
 
 def validate(doc: dict[str, Any], name: str) -> list[str]:
-    """JSON Schema validation (jsonschema, when installed) plus the checks a schema cannot express."""
-    problems: list[str] = []
-    try:
-        import jsonschema
-    except ImportError:  # pragma: no cover - jsonschema is a test dependency
-        jsonschema = None
-    if jsonschema is not None:
-        validator = jsonschema.Draft202012Validator(_schema())
-        for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.path)):
-            problems.append(f"{name}: schema: {'/'.join(str(p) for p in err.path)}: {err.message[:200]}")
-        if problems:
-            return problems
+    """vectors/schema.json (vectors.schema_check; no optional package) plus the checks a schema cannot
+    express."""
+    problems = [f"{name}: schema: {path or '/'}: {msg[:200]}" for path, msg in _validator().errors(doc)]
+    if problems:
+        return problems
     tests = [t for g in doc["testGroups"] for t in g["tests"]]
     if doc["numberOfVectors"] != len(tests):
         problems.append(f"{name}: numberOfVectors {doc['numberOfVectors']} != {len(tests)}")
@@ -56,6 +61,11 @@ def validate(doc: dict[str, Any], name: str) -> list[str]:
         for key in ("status", "token", "ids", "tickets"):
             if len(t["expected"][key]) != b:
                 problems.append(f"{name} tcId {t['tcId']}: expected.{key} has the wrong length")
+        widths = {len(r) if isinstance(r, list) else len(r) // 8 for r in t["logits"]}
+        if widths != {t["vocab"]}:
+            problems.append(
+                f"{name} tcId {t['tcId']}: logit rows of {sorted(widths)} words, vocab {t['vocab']}"
+            )
         missing = set(t["flags"]) - set(doc["notes"])
         if missing:
             problems.append(f"{name} tcId {t['tcId']}: flags without a note: {sorted(missing)}")
@@ -85,8 +95,8 @@ def _check_accumulated(data: dict[str, Any], quick: bool) -> list[str]:
 
 
 def _check(quick: bool) -> int:
+    spec_hash, set_hash = store.verify_release()  # one line and exit 2 if a file is not the release's
     problems: list[str] = []
-    spec_hash = store.spec_sha256()
     files = store.vector_files()
     from dyadic24.vectors.generate import FILE_NAMES
 
@@ -104,14 +114,10 @@ def _check(quick: bool) -> int:
             problems.append(
                 f"{path.name}: specSha256 {doc.get('specSha256')} != spec file {spec_hash} (regen)"
             )
-        total += int(doc.get("numberOfVectors", 0))
-    acc = store.DATA_DIR / store.ACCUMULATED_NAME
-    if not acc.is_file():
-        problems.append("missing accumulated.json")
-    else:
-        problems += _check_accumulated(json.loads(acc.read_text()), quick)
-    print(f"{len(files)} vector files, {total} vectors, spec {spec_hash[:16]}...")
-    print(f"vector set {store.vector_set_sha256()}")
+        total += int(doc.get("numberOfVectors", 0)) if isinstance(doc.get("numberOfVectors"), int) else 0
+    problems += _check_accumulated(store.load_file(store.DATA_DIR / store.ACCUMULATED_NAME), quick)
+    print(f"{len(files)} vector files, {total} vectors, spec {spec_hash[:16]}... (this release's)")
+    print(f"vector set {set_hash} (this release's)")
     if not quick:
         from dyadic24.vectors.generate import build, encode
 
@@ -119,10 +125,8 @@ def _check(quick: bool) -> int:
         fresh = build()
         for name, text in fresh.items():
             path = store.DATA_DIR / name
-            if not path.is_file():
-                continue
             if store.read_text(path) != text:
-                problems.append(f"{name}: regeneration differs from the file (run `dyadic24 vectors regen`)")
+                problems.append(f"{name}: regeneration differs from the file (`dyadic24 vectors regen`)")
             elif path.read_bytes() != encode(name, text):
                 print(
                     f"note: {name}: same JSON text, other gzip bytes (zlib version); the content is identical"
@@ -131,23 +135,56 @@ def _check(quick: bool) -> int:
     for p in problems:
         print("FAIL", p)
     print("vectors check:", "FAILED" if problems else "ok")
-    return 1 if problems else 0
+    return EXIT_FAIL if problems else EXIT_OK
 
 
-def _regen(names: list[str]) -> int:
+def installed_package_path(path: Path) -> bool:
+    """Whether ``path`` lies inside an installed dyadic24 package (site-packages/dist-packages)."""
+    resolved = path.resolve()
+    for parent in resolved.parents:
+        if parent.name in ("site-packages", "dist-packages"):
+            rel = resolved.relative_to(parent).parts
+            return bool(rel) and rel[0] == "dyadic24"
+    return False
+
+
+def _regen(out: Path, names: list[str]) -> int:
     from dyadic24.vectors.generate import FILE_NAMES, build, encode
 
     unknown = [n for n in names if n not in FILE_NAMES]
     if unknown:
-        print(f"unknown files {unknown}; known: {list(FILE_NAMES)}", file=sys.stderr)
-        return 2
+        print(
+            f"dyadic24 vectors regen: unknown file(s) {unknown}; known: {list(FILE_NAMES)}", file=sys.stderr
+        )
+        return EXIT_USAGE
+    if installed_package_path(out):
+        print(
+            f"dyadic24 vectors regen: --out {out} lies inside the installed package; "
+            "write the vectors to a folder of your own", file=sys.stderr,
+        )  # fmt: skip
+        return EXIT_USAGE
+    if out.exists() and not out.is_dir():
+        print(f"dyadic24 vectors regen: --out {out} exists and is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"dyadic24 vectors regen: --out {out}: cannot create ({exc.strerror or exc})", file=sys.stderr)
+        return EXIT_USAGE
+    pins: dict[str, str] = store.release()["files"]
     start = time.monotonic()
-    store.DATA_DIR.mkdir(parents=True, exist_ok=True)
-    for name, text in build(names or None).items():
-        (store.DATA_DIR / name).write_bytes(encode(name, text))
-        print(f"wrote {name} ({len(text)} bytes of JSON)")
-    print(f"done in {time.monotonic() - start:.1f} s; vector set {store.vector_set_sha256()}")
-    return 0
+    same = 0
+    built = build(names or None)
+    for name, text in built.items():
+        target = out.resolve() / name
+        target.write_bytes(encode(name, text))
+        digest = hashlib.sha256(text).hexdigest()
+        match = digest == pins.get(name)
+        same += match
+        verdict = "equals this release's" if match else f"DIFFERS from this release's ({pins.get(name)})"
+        print(f"wrote {target} ({len(text)} bytes of JSON, sha256 {digest}: {verdict})")
+    print(f"{same}/{len(built)} files equal this release's, in {time.monotonic() - start:.1f} s")
+    return EXIT_OK if same == len(built) else EXIT_FAIL
 
 
 def _list() -> int:
@@ -163,7 +200,7 @@ def _list() -> int:
     print("flags:", ", ".join(f"{k} {v}" for k, v in sorted(flags.items())))
     key = lambda c: tuple(int(x) for x in c.split("."))  # noqa: E731
     print("clauses:", ", ".join(f"{k} {clauses[k]}" for k in sorted(clauses, key=key)))
-    return 0
+    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,21 +208,26 @@ def main(argv: list[str] | None = None) -> int:
         prog="dyadic24 vectors", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    p_regen = sub.add_parser("regen", help="rewrite the vector files from the exact reference")
+    p_regen = sub.add_parser("regen", help="write the vector files from the exact reference into --out DIR")
+    p_regen.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write (created)")
     p_regen.add_argument("files", nargs="*", help="only these files (default: all)")
     p_check = sub.add_parser("check", help="verify the vector files")
     p_check.add_argument("--quick", action="store_true", help="skip the byte-for-byte regeneration")
     sub.add_parser("list", help="vector counts per file, flag and clause")
     sub.add_parser("hash", help="spec SHA-256 and vector set SHA-256")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.command == "regen":
-        return _regen(list(args.files))
-    if args.command == "check":
-        return _check(bool(args.quick))
-    if args.command == "list":
-        return _list()
-    print(f"spec {store.spec_sha256()}\nvectors {store.vector_set_sha256()}")
-    return 0
+    try:
+        if args.command == "regen":
+            return _regen(args.out, list(args.files))
+        if args.command == "check":
+            return _check(bool(args.quick))
+        if args.command == "list":
+            return _list()
+        print(f"spec {store.spec_sha256()}\nvectors {store.vector_set_sha256()}")
+        return EXIT_OK
+    except store.VectorDataError as exc:
+        print(f"dyadic24 vectors {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

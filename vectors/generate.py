@@ -3,7 +3,7 @@
 Every expected output and trace in ``vectors/data/golden_*.json[.gz]`` is what
 ``dyadic24.reference.exact.propose_exact`` returns for the vector's inputs. Inputs come from the case
 modules (``cases_*.py``); inputs that needed a search were found once by ``vectors/search.py`` and are
-committed in ``vectors/found.py``, so regeneration is deterministic and machine independent: the
+committed in ``vectors/found.json``, so regeneration is deterministic and machine independent: the
 same inputs, the same exact reference, the same JSON layout (``jsonfmt``) and gzip with mtime 0.
 """
 
@@ -73,7 +73,7 @@ FILE_HEADERS = {
         "Rows representable in binary16 / bfloat16 (clause 1.2; widening is the caller's)."
     ),
     "golden_batch.json": "Larger batches mixing every status, with a repeated row (clause 2.4).",
-    "golden_large_vocab.json.gz": "V = 163,840 rows (language-model vocabulary size).",
+    "golden_large_vocab.json.gz": "V > 4,096: V = 163,840 rows, and tiled-softmax and tiled-merge rows.",
 }
 
 FILE_NAMES = tuple(FILE_HEADERS)

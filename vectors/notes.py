@@ -266,10 +266,44 @@ NOTES: dict[str, Note] = {
     "subnormal_exp": Note(
         "edge case",
         "e = RN32(exp z) is subnormal (z in about [-103.97, -87.34]). Catches "
-        "FTZ on exp and exp kernels that return 0 below FLT_MIN; the outputs (not the trace) "
-        "are provably unaffected, which these vectors also show.",
-        "Traces differ between hardware modes.",
+        "FTZ on exp and exp kernels that return 0 below FLT_MIN in the trace. A flushed e is below "
+        "2^-126, so it usually vanishes in S and the tickets; usually is not always: it can decide a "
+        "binary64 tie in the tree and change S and the tickets (flag ftz_exp_decides_tie).",
+        "Traces differ between hardware modes; in rare rows (ftz_exp_decides_tie) the tickets too.",
         ("0.3", "5.3"),
+    ),
+    "ftz_exp_decides_tie": Note(
+        "wrong rounding",
+        "A subnormal e decides two chained binary64 ties of the clause-6.2 tree: e values (each "
+        "RN32(exp z) of a binary32 z, found by vectors/search_edges.py) sum exactly to h = T * 2^-53 in "
+        "one subtree and to h * 2^-53 in another, the subnormal e joins the latter, and T = 2 or 4 "
+        "(e = 1 values) fills the other half of the tree. Kept, the subnormal tips h + h * 2^-53 up to "
+        "h + ulp(h) and then T + h + ulp(h) up to S = T + ulp(T); flushed to zero (FTZ on exp), both "
+        "sums are exact ties that round to even, S = T, and p = 1/T gives 2^24 / T tickets to each "
+        "e = 1 token instead of one fewer (the remainder then differs too). Catches FTZ / DAZ exp "
+        "kernels and exp routines that return 0 below FLT_MIN in the output arrays, not only the trace.",
+        _DIVERGE,
+        ("0.3", "5.3", "6.2"),
+    ),
+    "tiled_softmax": Note(
+        "wrong rounding",
+        "V > 4,096 with candidates of substantial mass in several 4,096-ID tiles. Catches a "
+        "vocabulary-tiled (online, flash-style) softmax that exponentiates against each tile's "
+        "maximum m_t and rescales: e = RN32(RN32(exp((l - m_t) / tau)) * RN32(exp((m_t - m) / tau))) "
+        "rounds three times instead of once, so e is off by an ulp for candidates outside the "
+        "argmax's tile and the tickets change.",
+        _DIVERGE,
+        ("5.1", "5.2", "5.3"),
+    ),
+    "tile_merge_ties": Note(
+        "wrong order",
+        "V > 4,096 with the maximum, or the 32nd value, tied between tokens of different 4,096-ID tiles. "
+        "Catches a merge of per-tile candidate lists that breaks ties by tile (the later tile first, "
+        "as a reduction that walks the tiles from the end and keeps the incumbent on equality does) "
+        "instead of by token ID: a* moves (the greedy token and the remainder's owner) or C changes "
+        "(ids).",
+        "Greedy decoding picks another token than argmax; q differs for tied rows.",
+        ("3.1", "3.2", "3.3"),
     ),
     "exp_underflow": Note(
         "edge case",
@@ -404,6 +438,15 @@ NOTES: dict[str, Note] = {
         "Support lists differ.",
         ("8.1",),
     ),
+    "p_reciprocal": Note(
+        "wrong rounding",
+        "Rows [0, z1, z2] (tau = 1) where e / S * 2^24 lies within about one binary64 ulp of an "
+        "integer for a token other than a*, found by sweeping every binary32 z1 in [-17, 0) "
+        "(vectors/search_edges.py). Catches p = e * RN64(1 / S) (a reciprocal multiplied instead of "
+        "the division of clause 7.1): a count, hence the tickets, changes.",
+        _DIVERGE,
+        ("7.1", "7.2"),
+    ),
     "p_binary32": Note(
         "wrong rounding",
         "p computed in binary32 (or the counts from binary32 p) changes the tickets.",
@@ -411,6 +454,18 @@ NOTES: dict[str, Note] = {
         ("7.1",),
     ),
     # ---- draw (clauses 9-10)
+    "philox_mulhi_double": Note(
+        "wrong algorithm",
+        "Seeds whose proposal key (clause 9.2), or (seed, round, position) whose draw block (clause 9.3, "
+        "with the right key), changes when Philox's 32 x 32 -> 64-bit products take their high word "
+        "from binary64 (hi = floor(RN64(a * b) / 2^32)), on a uniform 32-way row so that the token "
+        "shows it; one vector per first wrong product by M0 and by M1 (vectors/search_edges.py). "
+        "Catches Philox ports without a 64-bit integer multiply (JavaScript, WGSL, shaders) that pass "
+        "the known-answer tests of clause 9.1.",
+        "A few draws per million pick another token: two implementations disagree on rare rows only, "
+        "which survives ordinary testing.",
+        ("9.1", "9.2", "9.3"),
+    ),
     "seed_high_bits": Note(
         "wrong algorithm",
         "Seeds with the high 32 bits set (and rows differing only there). "
@@ -473,7 +528,8 @@ NOTES: dict[str, Note] = {
     # ---- large V, widening
     "vocab_large": Note(
         "edge case",
-        "V = 163,840: IDs above 2^16 and 2^17, long scans.",
+        "V = 163,840 (IDs above 2^16 and 2^17, long scans) and V = 8,192 to 16,384 (several 4,096-ID "
+        "tiles; V = 12,289 ends in a partial one).",
         "Truncated IDs or partial scans for real vocabularies.",
         ("1.1", "3.2"),
     ),

@@ -1,10 +1,10 @@
 """Searches for the inputs of the golden vectors that need many evaluations.
 
-Run once: ``python -m dyadic24.vectors.search > vectors/found.py && ruff format vectors/found.py``.
+Run once: ``python -m dyadic24.vectors.search --write`` (or ``--only NAME ...`` to rerun some searches).
 
 The searches use numpy (binary32 and binary64 arithmetic is IEEE round-to-nearest-even there) and the
 fast reference's correctly rounded exp (``reference/fast_exp.exp32_np``) to FIND inputs; their results
-are committed in ``found.py`` so that ``dyadic24 vectors regen`` needs neither numpy's exp nor these
+are committed in ``found.json`` so that ``dyadic24 vectors regen`` needs neither numpy's exp nor these
 searches, and the expected outputs are computed by the exact reference only. The generator re-checks
 every searched property on the exact reference's trace (``vectors/checks.py``). Every search is seeded
 (Philox words), so a rerun prints the same values.
@@ -12,9 +12,11 @@ every searched property on the exact reference's trace (``vectors/checks.py``). 
 
 from __future__ import annotations
 
-import pprint
+import argparse
+import json
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -317,60 +319,97 @@ def draw_searches() -> tuple[
     return by_pos, by_seed, (EDGE_SEED, 0, extremes)
 
 
-def _fmt_rows(rows: list[list[int]]) -> str:
-    """Rows of hex words, eight to a line (ruff's line length)."""
-    if not rows:
-        return "[]"
-    out = ["["]
-    for r in rows:
-        out.append("    [")
-        for i in range(0, len(r), 8):
-            out.append("        " + " ".join(f"0x{v:08X}," for v in r[i : i + 8]))
-        out.append("    ],")
-    out.append("]")
-    return "\n".join(out)
+def _hex(values: list[int]) -> list[str]:
+    return [f"{v:08x}" for v in values]
 
 
-def main() -> int:
-    emit: Callable[[str], None] = print
+def _edges(d: dict[str, tuple[int, int, list[int], list[int]]], fixed: str, varied: str) -> dict[str, Any]:
+    return {
+        name: {
+            fixed: str(a),
+            "round": str(b),
+            "first" + varied: [str(x) for x in c],
+            "last" + varied: [str(x) for x in e],
+        }
+        for name, (a, b, c, e) in d.items()
+    }
+
+
+def base_records() -> dict[str, Any]:
+    """The records of the searches above, in found.json's layout (vectors/found_inputs.py reads it)."""
     pairs = pairs_to_one()
-    tree = tree_rows(pairs)
-    near = near_integer_rows()
-    rmax = remainder_max_rows()
-    var = variant_rows()
-    emit('"""Inputs found by vectors/search.py (python -m dyadic24.vectors.search > vectors/found.py).')
-    emit("")
-    emit("Generated file: do not edit by hand. Each constant's property is re-checked on the exact")
-    emit('reference\'s trace when the vectors are generated (vectors/checks.py)."""')
-    emit("")
-    emit("from __future__ import annotations")
-    emit("")
-    emit("# (z_b, z_c): RN32(exp z_b) + RN32(exp z_c) == 1, e_b's last bit even (S = 2 exactly with a* = 0).")
-    emit("PAIRS_TO_ONE: list[tuple[int, int]] = [")
-    for a, b in pairs:
-        emit(f"    (0x{a:08X}, 0x{b:08X}),")
-    emit("]")
-    for name, rows in tree.items():
-        emit(f"\n# V = 32, tau = 1: the {name} alternative to the clause-6.2 tree changes S and the tickets.")
-        emit(f"TREE_{name.upper()}: list[list[int]] = {_fmt_rows(rows)}")
-    emit("\n# V = 32, default tau: some p * 2^24 within 2^-20 of an integer (not on it), not a*.")
-    emit(f"NEAR_INTEGER: list[list[int]] = {_fmt_rows(near)}")
-    emit("\n# V = 32, tau = 1: [0, x * 31] rows with the largest remainder R found, as (R, row).")
-    emit("REMAINDER_MAX: list[tuple[int, list[int]]] = [")
-    for r, row in rmax:
-        emit(f"    ({r}, [0x{row[0]:08X}] + [0x{row[1]:08X}] * 31),")
-    emit("]")
-    for name, rows in var.items():
-        emit(f"\n# V = 32, default tau: the {name} variant changes the tickets.")
-        emit(f"VARIANT_{name.upper()}: list[list[int]] = {_fmt_rows(rows)}")
-    by_pos, by_seed, extremes = draw_searches()
-    edges_type = "dict[str, tuple[int, int, list[int], list[int]]]"
-    emit("\n# cases_draw rows: (seed, round, positions putting u on a first ticket, ... on a last ticket).")
-    emit(f"DRAW_EDGES: {edges_type} = {pprint.pformat(by_pos, width=100)}")
-    emit("# (position, round, seeds putting u on a first ticket, ... on a last ticket).")
-    emit(f"DRAW_EDGES_BY_SEED: {edges_type} = {pprint.pformat(by_seed, width=100)}")
-    emit("# (seed, round, {u: position drawing it}).")
-    emit(f"U_EXTREMES: tuple[int, int, dict[int, int]] = {pprint.pformat(extremes, width=100)}")
+    rows = {f"tree_{name}": [_hex(r) for r in found_rows] for name, found_rows in tree_rows(pairs).items()}
+    rows["near_integer"] = [_hex(r) for r in near_integer_rows()]
+    rows.update({f"variant_{name}": [_hex(r) for r in v] for name, v in variant_rows().items()})
+    by_pos, by_seed, (u_seed, u_round, u_positions) = draw_searches()
+    return {
+        "pairsToOne": [_hex([a, b]) for a, b in pairs],
+        "rows": rows,
+        "remainderMax": [{"R": r, "row": _hex(row[:2])} for r, row in remainder_max_rows()],
+        "drawEdges": _edges(by_pos, "seed", "Positions"),
+        "drawEdgesBySeed": _edges(by_seed, "position", "Seeds"),
+        "uExtremes": {
+            "seed": str(u_seed),
+            "round": str(u_round),
+            "positions": {str(k): str(v) for k, v in u_positions.items()},
+        },
+    }
+
+
+DESCRIPTION = (
+    "Inputs found by vectors/search.py (`python -m dyadic24.vectors.search --write`); the case modules read "
+    "them (vectors/found_inputs.py). Generated: do not edit by hand; the generator re-checks each input's "
+    "property on the exact reference's trace (vectors/checks.py). Binary32 values are 8 hex digits of the "
+    "bit pattern, uint64 values decimal strings."
+)
+
+
+def write_found(records: dict[str, Any]) -> None:
+    """Merge ``records`` (top-level keys of found.json) into the file and rewrite it."""
+    from dyadic24.vectors import jsonfmt
+    from dyadic24.vectors.found_inputs import FOUND_PATH
+
+    data: dict[str, Any] = json.loads(FOUND_PATH.read_text()) if FOUND_PATH.is_file() else {}
+    data.update(records)
+    data["description"] = DESCRIPTION
+    FOUND_PATH.write_bytes(jsonfmt.document(data))
+
+
+# Other searches, by name: each returns found.json top-level records (vectors/search_edges.py and others).
+EXTRA_SEARCHES: dict[str, Callable[[], dict[str, Any]]] = {}
+
+
+def _register_extra() -> None:
+    """Add the searches of vectors/search_edges.py (imported here, not at the top: it imports this module)."""
+    from dyadic24.vectors.search_edges import SEARCHES
+
+    for name, func in SEARCHES.items():
+        EXTRA_SEARCHES.setdefault(name, func)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dyadic24.vectors.search", description=__doc__)
+    parser.add_argument(
+        "--write", action="store_true", help="run every search and rewrite vectors/found.json"
+    )
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", help="rerun only these searches ('base' or an extra one)"
+    )
+    args = parser.parse_args(argv)
+    _register_extra()
+    names = args.only or ["base", *EXTRA_SEARCHES]
+    unknown = [n for n in names if n != "base" and n not in EXTRA_SEARCHES]
+    if unknown:
+        print(f"unknown search(es) {unknown}; known: base, {', '.join(EXTRA_SEARCHES)}", file=sys.stderr)
+        return 2
+    records: dict[str, Any] = {}
+    for name in names:
+        records.update(base_records() if name == "base" else EXTRA_SEARCHES[name]())
+    if args.write or args.only:
+        write_found(records)
+        print(f"updated vectors/found.json: {sorted(records)}")
+    else:
+        print(json.dumps(records, indent=1))
     return 0
 
 

@@ -1,8 +1,10 @@
-"""Reading the golden vectors of dyadic24-floor-first-v1 (clause 13.1).
+"""Reading the golden vectors of dyadic24-floor-first-v1 (clause 13.1) and checking them against the release.
 
 The files live in ``vectors/data``; their format is described in ``vectors/README.md`` and
 ``vectors/schema.json``. This module only reads: the generator (``vectors/generate.py``) writes them
-from the exact reference.
+from the exact reference. Every problem with a data file (unreadable, corrupt gzip, not JSON, not the
+bytes this release pins) is a ``VectorDataError`` naming the file, so that each command can report it
+in one line instead of a traceback.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +25,20 @@ import numpy.typing as npt
 from dyadic24.api import K_MAX, Proposal
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+RELEASE_PATH = Path(__file__).resolve().parent / "release.json"
 SPEC_NAME = "dyadic24-floor-first-v1.md"
 VECTOR_GLOB = ("golden_*.json", "golden_*.json.gz")
 ACCUMULATED_NAME = "accumulated.json"
+NARROW_FORMATS = ("binary16", "bfloat16")  # clause 1.2
+
+
+class VectorDataError(Exception):
+    """A spec or vector file that cannot be used; ``str()`` is one line naming the file and the rule."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = str(path)
+        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -67,32 +82,72 @@ def spec_path() -> Path:
     for path in candidates:
         if path.is_file():
             return path
-    raise FileNotFoundError(f"spec file {SPEC_NAME} not found (looked in {[str(p) for p in candidates]})")
+    raise VectorDataError(SPEC_NAME, f"spec file not found (looked in {[str(p) for p in candidates]})")
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise VectorDataError(path, f"cannot be read ({exc.strerror or exc})") from exc
 
 
 def spec_sha256() -> str:
     """SHA-256 (lower-case hex) of the bytes of the spec file; every vector file header carries it."""
-    return hashlib.sha256(spec_path().read_bytes()).hexdigest()
+    return hashlib.sha256(_read_bytes(spec_path())).hexdigest()
 
 
-def vector_files() -> list[Path]:
+def vector_files(data_dir: Path = DATA_DIR) -> list[Path]:
     """The golden vector files, sorted by file name (bytewise)."""
-    found = {p for pattern in VECTOR_GLOB for p in DATA_DIR.glob(pattern)}
+    found = {p for pattern in VECTOR_GLOB for p in data_dir.glob(pattern)}
     return sorted(found, key=lambda p: p.name.encode())
 
 
 def read_text(path: Path) -> bytes:
     """The JSON text of a data file (gunzipped for ``.json.gz``): what hashes and checks compare."""
-    raw = path.read_bytes()
-    return gzip.decompress(raw) if path.name.endswith(".gz") else raw
+    raw = _read_bytes(path)
+    if not path.name.endswith(".gz"):
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise VectorDataError(path, f"is not a valid gzip file ({exc})") from exc
 
 
 def load_file(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(read_text(path))
+    """The parsed JSON object of a data file."""
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VectorDataError(path, f"is not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise VectorDataError(path, "is not a JSON object")
     return data
 
 
-def vector_set_sha256() -> str:
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a data file's JSON text (decompressed for .json.gz): the value the release pins."""
+    return hashlib.sha256(read_text(path)).hexdigest()
+
+
+def set_sha256(file_hashes: dict[str, str]) -> str:
+    """The vector-set hash over {file name: SHA-256 of its JSON text} (vector_set_sha256's formula)."""
+    names = sorted(file_hashes, key=lambda n: n.encode())
+    lines = "".join(f"{file_hashes[n]}  {n}\n" for n in names)
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def set_files(data_dir: Path = DATA_DIR) -> list[Path]:
+    """The files the vector-set hash covers: the golden files and ``accumulated.json``."""
+    files = vector_files(data_dir)
+    accumulated = data_dir / ACCUMULATED_NAME
+    if accumulated.is_file():
+        files.append(accumulated)
+    return sorted(files, key=lambda p: p.name.encode())
+
+
+def vector_set_sha256(data_dir: Path = DATA_DIR) -> str:
     """SHA-256 naming the vector set (clause 13, appendix E).
 
     Over the golden vector files and ``accumulated.json``, sorted by file name, the text
@@ -100,13 +155,73 @@ def vector_set_sha256() -> str:
     concatenated and hashed. The JSON text of a ``.json.gz`` file is its decompressed content, so the
     value does not depend on the gzip implementation.
     """
-    files = vector_files()
-    accumulated = DATA_DIR / ACCUMULATED_NAME
-    if accumulated.is_file():
-        files.append(accumulated)
-    files.sort(key=lambda p: p.name.encode())
-    lines = "".join(f"{hashlib.sha256(read_text(p)).hexdigest()}  {p.name}\n" for p in files)
-    return hashlib.sha256(lines.encode()).hexdigest()
+    return set_sha256({p.name: file_sha256(p) for p in set_files(data_dir)})
+
+
+# ---- the release's pins (vectors/release.json, written by python -m dyadic24.vectors.release)
+
+
+@cache
+def release() -> dict[str, Any]:
+    """The hashes this package was released with: spec, vector set, and every vector file."""
+    data = load_file(RELEASE_PATH)
+    for key in ("package", "specSha256", "vectorsSha256", "files"):
+        if key not in data:
+            raise VectorDataError(RELEASE_PATH, f"lacks {key!r}")
+    return data
+
+
+def verify_spec() -> str:
+    """The spec's SHA-256, if it is the release's; else VectorDataError naming the file and both hashes."""
+    got = spec_sha256()
+    want = str(release()["specSha256"])
+    if got != want:
+        raise VectorDataError(
+            spec_path(), f"sha256 {got} is not this release's {want} (dyadic24 {release()['package']}): "
+            "the spec file was changed; reinstall the package",
+        )  # fmt: skip
+    return got
+
+
+def verify_files(paths: Sequence[Path]) -> None:
+    """Each file's JSON text hashes to the release's value for its name (VectorDataError otherwise)."""
+    pins: dict[str, str] = release()["files"]
+    for path in paths:
+        want = pins.get(path.name)
+        if want is None:
+            raise VectorDataError(
+                path, f"is not a file of this release's vector set (dyadic24 {release()['package']})"
+            )
+        got = file_sha256(path)
+        if got != want:
+            raise VectorDataError(
+                path, f"sha256 {got} is not this release's {want} (dyadic24 {release()['package']}): "
+                "the vector file was changed; reinstall the package or regenerate with "
+                "`dyadic24 vectors regen --out DIR`",
+            )  # fmt: skip
+
+
+def verify_release(names: Sequence[str] | None = None) -> tuple[str, str]:
+    """Check the spec and the selected vector files (all, with accumulated.json, by default) against
+    the release; returns (spec sha256, vector-set sha256). Raises VectorDataError on the first file
+    that differs, is missing, or is not part of the release."""
+    spec = verify_spec()
+    pins: dict[str, str] = release()["files"]
+    present = {p.name: p for p in set_files()}
+    for name in sorted(pins):
+        if name not in present:
+            raise VectorDataError(DATA_DIR / name, "is missing (part of this release's vector set)")
+    extra = sorted(set(present) - set(pins))
+    if extra:
+        raise VectorDataError(
+            present[extra[0]], f"is not a file of this release's vector set ({release()['package']})"
+        )
+    selected = list(present.values()) if names is None else [*_select(names), DATA_DIR / ACCUMULATED_NAME]
+    verify_files(selected)
+    return spec, str(release()["vectorsSha256"])
+
+
+# ---- decoding
 
 
 def decode_words(words: Sequence[str] | str) -> npt.NDArray[np.uint32]:
@@ -193,22 +308,26 @@ def iter_vectors(names: Sequence[str] | None = None) -> Iterator[GoldenVector]:
     """Every golden vector, file by file (sorted by name) and in tcId order within a file.
 
     ``names`` selects files by file name (``golden_status.json``), stem (``golden_status``) or topic
-    (``status``).
+    (``status``). A file whose content cannot be decoded raises VectorDataError naming it.
     """
     for path in _select(names):
-        yield from vectors_of(path.name, load_file(path))
+        data = load_file(path)
+        try:
+            yield from list(vectors_of(path.name, data))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise VectorDataError(
+                path, f"does not follow vectors/schema.json ({type(exc).__name__}: {exc})"
+            ) from exc
 
 
-def _load_notes() -> dict[str, str]:
-    notes: dict[str, str] = {}
+@cache
+def flag_notes() -> dict[str, dict[str, Any]]:
+    """flag -> {"text": the mistake its vectors catch and its production effect, "clauses": [...]}."""
+    notes: dict[str, dict[str, Any]] = {}
     for path in vector_files():
         for flag, note in load_file(path).get("notes", {}).items():
             text = note["description"]
             if note.get("effect"):
                 text = f"{text} Production effect: {note['effect']}"
-            notes.setdefault(flag, text)
+            notes.setdefault(flag, {"text": text, "clauses": list(note.get("clauses", []))})
     return dict(sorted(notes.items()))
-
-
-# flag -> which mistake the flagged vectors catch and what it would do in production.
-FLAG_NOTES: dict[str, str] = _load_notes()

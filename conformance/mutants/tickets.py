@@ -15,6 +15,16 @@ def probabilities_binary32(e_slots: F32, s: F64) -> F64:
     return p32.astype(np.float64)
 
 
+def probabilities_reciprocal(e_slots: F32, s: F64) -> F64:
+    """p = RN64(e * RN64(1 / S)): one division per row and a multiplication per slot, the strength
+    reduction every compiler makes under fast-math and hand-written kernels make to save K - 1
+    divisions. Two roundings instead of one: p is off by one binary64 ulp for many slots, which
+    changes a count only when e / S * 2^24 lies within about one ulp of an integer (rare: a few rows
+    per billion), so the tickets differ in those rows only."""
+    inv = 1.0 / s
+    return e_slots.astype(np.float64) * inv[:, None]
+
+
 def counts_rounded(p: F64) -> I64:
     """c = round(p * 2^24) instead of floor."""
     return np.rint(p * float(TICKETS)).astype(np.int64)
@@ -53,6 +63,11 @@ FAMILY = {
         with_stages("p_binary32", probabilities=probabilities_binary32),
         "7.1",
         "p = e / S computed in binary32",
+    ),
+    "p_reciprocal": (
+        with_stages("p_reciprocal", probabilities=probabilities_reciprocal),
+        "7.1",
+        "p = e * RN64(1/S) instead of the IEEE division RN64(e / S)",
     ),
     "counts_rounded": (
         with_stages("counts_rounded", counts=counts_rounded),
