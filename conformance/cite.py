@@ -1,4 +1,8 @@
-"""`dyadic24 cite`: the one-line citation of appendix E (semantic ID, spec and vector set SHA-256)."""
+"""`dyadic24 cite`: the one-line citation of appendix E (semantic ID, spec and vector set SHA-256).
+
+The spec and every vector file are checked against this release's pinned hashes first: a citation
+names the data a verdict was earned on, so a changed file is refused (exit 2), never cited.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ def citation_line() -> str:
     from dyadic24.conformance.report import citation
     from dyadic24.vectors import store
 
-    return citation(store.spec_sha256(), store.vector_set_sha256())
+    spec, vectors = store.verify_release()
+    return citation(spec, vectors)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -23,9 +28,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args:
         print(f"dyadic24 cite: takes no arguments, got {args}", file=sys.stderr)
         return 2
+    from dyadic24.vectors.store import VectorDataError
+
     try:
         print(citation_line())
-    except FileNotFoundError as exc:
+    except VectorDataError as exc:
         print(f"dyadic24 cite: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -1,13 +1,19 @@
-"""`dyadic24 conform`: check an implementation against the golden vectors and by hypothesis fuzzing.
+"""`dyadic24 conform`: check an implementation of dyadic24-floor-first-v1 (clause 13).
 
-Exit status: 0 full conformance, 1 a divergence (or a failing call), 2 a usage or setup error.
+Exit status: 0 CONFORMANT (every required check run in full and passed); 1 NON-CONFORMANT (a
+divergence, a failed or rejected valid call, an accepted invalid call); 2 a usage or setup error (a
+bad option, a spec or vector file that is not this release's, an implementation that cannot be
+started, nothing to check); 3 REDUCED (no divergence in what ran, but a required check was left out:
+not a conformance verdict).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from dyadic24.conformance.impls import (
@@ -18,23 +24,29 @@ from dyadic24.conformance.impls import (
     bundled,
     load_target,
 )
-from dyadic24.conformance.report import ImplementationReport, RunReport
+from dyadic24.conformance.report import CONFORMANT, NON_CONFORMANT, REDUCED, ImplementationReport, RunReport
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_REDUCED = 0, 1, 2, 3
+MINOR0_NOTE = "the subject speaks JSON-lines minor version 0; announce minor 1 (PROTOCOL.md) to be sent them"
+
+
+class UsageError(Exception):
+    """A bad option or setup; the message is one line naming the argument and the rule."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dyadic24 conform",
-        description="Run an implementation of dyadic24-floor-first-v1 against the golden vectors"
-        " (clause 13.1),"
-        " then fuzz it with hypothesis against a reference. Exit 0 only on full conformance.",
+        description="Check an implementation of dyadic24-floor-first-v1 bit for bit: golden vectors (clause"
+        " 13.1), invalid calls (1.5), the accumulated check (13.2) and fuzzing; optionally a bulk run and an"
+        " exhaustive exp sweep. Exit 0 only on full conformance (1 divergence, 2 usage, 3 reduced run).",
     )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "--impl",
         metavar="MODULE:CALLABLE",
-        help="a Python callable with the clause-12.2 protocol, e.g. mypkg.sampler:propose",
+        help="a Python callable with the clause-12.2 protocol, e.g. mypkg.sampler:propose"
+        " (the current directory is searched first, as python -m does)",
     )
     what.add_argument(
         "--cmd",
@@ -45,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--mutant",
         metavar="NAME",
         help="one of the deliberately wrong implementations of dyadic24.conformance.mutants"
-        " (see KILL_MATRIX.md), to see what a failing run reports",
+        " (KILL_MATRIX.md), to see what a failing run reports",
     )
     what.add_argument(
         "--bundled",
@@ -53,31 +65,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="the bundled implementations: exact and fast references, Triton kernel adapter",
     )
     p.add_argument(
-        "--only",
-        metavar="NAMES",
-        default=",".join(BUNDLED_TARGETS),
-        help="with --bundled: comma-separated subset of exact,fast,kernel (default all)",
+        "--only", metavar="NAMES", help="with --bundled: comma-separated subset of exact,fast,kernel"
     )
     p.add_argument(
         "--vectors",
         nargs="+",
         metavar="NAME",
-        help="only these vector files (file name, stem or topic, e.g. golden_status.json or status)",
+        help="only these vector files (file name, stem or topic; a reduced run)",
     )
-    p.add_argument("--no-vectors", action="store_true", help="skip the golden vectors")
-    p.add_argument("--no-fuzz", action="store_true", help="skip hypothesis fuzzing")
+    p.add_argument("--no-vectors", action="store_true", help="skip the golden vectors (a reduced run)")
+    p.add_argument(
+        "--no-invalid", action="store_true", help="skip the invalid calls of clause 1.5 (a reduced run)"
+    )
     p.add_argument(
         "--accumulated",
         type=int,
         default=None,
         metavar="ROWS",
-        help="rows of the accumulated check of clause 13.2 (one of 1, 10, 100, 1000, 10000, 100000,"
-        " 1000000; default 10000, 1000000 with --deep, 1000 for the Triton interpreter; 0 skips it)",
+        help="rows of the accumulated check of clause 13.2: one of the digests in"
+        " vectors/data/accumulated.json (default 10000, 1000000 with --deep); 0 skips it (a reduced run)",
+    )
+    p.add_argument("--no-fuzz", action="store_true", help="skip hypothesis fuzzing (a reduced run)")
+    p.add_argument(
+        "--examples",
+        type=int,
+        metavar="N",
+        help="fuzz examples (calls of several rows); default 200, 5000 with --deep; fewer than 200"
+        " is a reduced run",
     )
     p.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
-    p.add_argument(
-        "--examples", type=int, help="fuzz examples (calls of several rows); default 200, 5000 with --deep"
-    )
     p.add_argument(
         "--deep", action="store_true", help="the deep fuzz profile (more rows, larger V, more examples)"
     )
@@ -85,140 +101,190 @@ def build_parser() -> argparse.ArgumentParser:
         "--oracle",
         choices=("fast", "exact"),
         default="fast",
-        help="the reference the fuzzing compares with (default fast; a reference is never fuzzed"
-        " against itself: the other one is used)",
+        help="the reference the fuzzing compares with (a reference is never fuzzed against itself)",
     )
     p.add_argument("--no-shrink", action="store_true", help="report the first failing fuzz example unshrunk")
+    p.add_argument("--no-trace", action="store_true", help="compare outputs only, even if a trace is offered")
     p.add_argument(
-        "--no-trace", action="store_true", help="compare outputs only, even if a trace is available"
+        "--bulk",
+        type=int,
+        metavar="ROWS",
+        help="also run ROWS rows of seeded batched calls from dyadic24.conformance.bulk against the"
+        " fast reference (V up to 262,144, every format and status)",
+    )
+    p.add_argument(
+        "--bulk-seed", type=int, default=0, metavar="S", help="seed of the bulk stream (default 0)"
+    )
+    p.add_argument(
+        "--exp-sweep",
+        action="store_true",
+        help="also check the implementation's exp (clause 5.3) on every binary32 z of the rule's"
+        " domain (+0 and -0 .. -inf), if it exposes one",
+    )
+    p.add_argument(
+        "--exp",
+        metavar="MODULE:CALLABLE",
+        help="with --impl and --exp-sweep: the Python exp routine (uint32 z bit patterns in, uint32 e out)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes for the reference side of --bulk and --exp-sweep and for the accumulated check"
+        " of a Python subject (default: the CPUs available)",
     )
     p.add_argument("--json", metavar="PATH", help="write the JSON report here")
     p.add_argument("--junit", metavar="PATH", help="write a JUnit XML report here")
     p.add_argument(
-        "--progress",
-        type=int,
-        default=100,
-        metavar="N",
-        help="a progress line on stderr every N vectors / fuzz examples (0: none)",
-    )
-    p.add_argument(
-        "--max-report", type=int, default=20, metavar="N", help="failing vectors listed in the text report"
+        "--max-report", type=int, default=20, metavar="N", help="failures listed per check (default 20)"
     )
     p.add_argument("--timeout", type=float, default=600.0, help="--cmd: seconds to wait for one response")
+    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.add_argument("--quiet", action="store_true", help="print only the final line")
     return p
+
+
+def _writable(option: str, value: str | None) -> None:
+    if value is None:
+        return
+    path = Path(value)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UsageError(f"{option} {value}: is a directory; give a file path")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {value}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{option} {value}: the directory {parent} is not writable")
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Every option checked before any work (UsageError: one line naming the option and the rule)."""
+    if args.only is not None and not args.bundled:
+        raise UsageError("--only: applies to --bundled only")
+    if args.bundled:
+        names = [n.strip() for n in (args.only or ",".join(BUNDLED_TARGETS)).split(",") if n.strip()]
+        unknown = [n for n in names if n not in BUNDLED_TARGETS]
+        if unknown or not names:
+            raise UsageError(
+                f"--only: unknown bundled implementation(s) {unknown or [args.only]};"
+                f" known: {list(BUNDLED_TARGETS)}"
+            )
+        args.only_names = names
+    if args.vectors is not None and args.no_vectors:
+        raise UsageError("--vectors: cannot be combined with --no-vectors")
+    if args.examples is not None:
+        if args.no_fuzz:
+            raise UsageError("--examples: has no effect with --no-fuzz")
+        if args.examples < 1:
+            raise UsageError(f"--examples: must be >= 1, got {args.examples}")
+    if args.seed < 0:
+        raise UsageError(f"--seed: must be >= 0, got {args.seed}")
+    if args.accumulated is not None and args.accumulated != 0:
+        from dyadic24.vectors import accumulated
+
+        known = sorted(accumulated.expected())
+        if args.accumulated not in known:
+            raise UsageError(
+                f"--accumulated: must be 0 or one of {', '.join(map(str, known))} rows,"
+                f" got {args.accumulated}"
+            )
+    if args.bulk is not None and args.bulk < 1:
+        raise UsageError(f"--bulk: must be >= 1 rows, got {args.bulk}")
+    if args.bulk_seed < 0:
+        raise UsageError(f"--bulk-seed: must be >= 0, got {args.bulk_seed}")
+    if args.exp is not None and not args.exp_sweep:
+        raise UsageError("--exp: needs --exp-sweep")
+    if args.exp is not None and not args.impl:
+        raise UsageError("--exp: applies to --impl (a JSON-lines subject announces exp in its handshake)")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers: must be >= 1, got {args.workers}")
+    if args.max_report < 1:
+        raise UsageError(f"--max-report: must be >= 1, got {args.max_report}")
+    if not args.timeout > 0 or args.timeout != args.timeout:
+        raise UsageError(f"--timeout: must be > 0 seconds, got {args.timeout}")
+    _writable("--json", args.json)
+    _writable("--junit", args.junit)
+    if args.cmd is not None and not args.cmd.strip():
+        raise UsageError("--cmd: the command is empty")
+    nothing = args.no_vectors and args.no_fuzz and args.accumulated == 0 and args.no_invalid
+    if nothing and args.bulk is None and not args.exp_sweep:
+        raise UsageError(
+            "nothing to check: --no-vectors, --no-fuzz, --accumulated 0 and --no-invalid leave no check"
+            " (drop one, or add --bulk N or --exp-sweep)"
+        )
 
 
 def _implementations(args: argparse.Namespace) -> list[tuple[str, Implementation | None, str]]:
     if args.impl:
         func = load_target(args.impl)
-        return [(args.impl, PythonImplementation(func, args.impl), "Python callable")]
+        exp = load_target(args.exp) if args.exp else None
+        return [
+            (
+                args.impl,
+                PythonImplementation(func, args.impl, "Python callable", exp, f"target:{args.impl}"),
+                "Python callable",
+            )
+        ]
     if args.mutant:
         from dyadic24.conformance.mutants import MUTANTS
 
         if args.mutant not in MUTANTS:
-            raise ValueError(f"--mutant: unknown mutant {args.mutant!r}; known: {', '.join(MUTANTS)}")
+            raise UsageError(f"--mutant: unknown mutant {args.mutant!r}; known: {', '.join(MUTANTS)}")
         func, clause, description = MUTANTS[args.mutant]
         mode = f"mutant breaking clause {clause}: {description}"
-        return [(args.mutant, PythonImplementation(func, f"mutant {args.mutant}", mode), mode)]
+        return [
+            (
+                args.mutant,
+                PythonImplementation(func, f"mutant {args.mutant}", mode, None, f"mutant:{args.mutant}"),
+                mode,
+            )
+        ]
     if args.cmd:
         impl = CommandImplementation(args.cmd, timeout=args.timeout)
         return [(impl.name, impl, impl.mode)]
-    names = [n.strip() for n in args.only.split(",") if n.strip()]
-    unknown = [n for n in names if n not in BUNDLED_TARGETS]
-    if unknown:
-        raise ValueError(
-            f"--only: unknown bundled implementation(s) {unknown}; known: {list(BUNDLED_TARGETS)}"
-        )
-    return bundled(names)
-
-
-def _hashes() -> tuple[str, str]:
-    from dyadic24.vectors import store
-
-    try:
-        spec = store.spec_sha256()
-    except FileNotFoundError:
-        spec = "unavailable"
-    return spec, store.vector_set_sha256()
+    return bundled(args.only_names)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    if args.bundled and "kernel" in args.only:
+    try:
+        validate(args)
+    except UsageError as exc:
+        print(f"dyadic24 conform: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.bundled and "kernel" in args.only_names:
         # Triton reads TRITON_INTERPRET once, at import: choose the mode before anything imports it.
         from dyadic24.conformance.impls import triton_mode
 
         triton_mode()
-    from dyadic24.conformance import runner
-    from dyadic24.conformance.strategies import CI, DEEP
     from dyadic24.vectors import store
 
-    progress = runner.stderr_progress() if args.progress > 0 and not args.quiet else None
-    vectors: list[Any] = []
-    if not args.no_vectors:
-        try:
-            vectors = list(store.iter_vectors(args.vectors))
-        except KeyError as exc:
-            print(f"dyadic24 conform: {exc.args[0]}", file=sys.stderr)
-            return EXIT_USAGE
-        if not vectors:
-            print("dyadic24 conform: no golden vectors found (vectors/data is empty)", file=sys.stderr)
-            return EXIT_USAGE
+    try:
+        spec_sha, vectors_sha = store.verify_release(args.vectors)
+        vectors: list[Any] = [] if args.no_vectors else list(store.iter_vectors(args.vectors))
+        notes = store.flag_notes()
+    except store.VectorDataError as exc:
+        print(f"dyadic24 conform: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyError as exc:
+        print(f"dyadic24 conform: --vectors: {exc.args[0]}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         impls = _implementations(args)
-    except (ImportError, AttributeError, TypeError, ValueError, RuntimeError, OSError) as exc:
-        print(f"dyadic24 conform: cannot load the implementation: {exc}", file=sys.stderr)
+    except UsageError as exc:
+        print(f"dyadic24 conform: {exc}", file=sys.stderr)
         return EXIT_USAGE
-
-    spec_sha, vectors_sha = _hashes()
+    except (ImportError, AttributeError, TypeError, ValueError, RuntimeError, OSError) as exc:
+        option = "--impl" if args.impl else "--cmd" if args.cmd else "--exp" if args.exp else "--bundled"
+        print(f"dyadic24 conform: {option}: cannot load the implementation: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     report = RunReport(spec_sha256=spec_sha, vectors_sha256=vectors_sha)
-    profile = DEEP if args.deep else CI
-    oracles: dict[str, PythonImplementation] = {}
-
-    def oracle(name: str) -> PythonImplementation:
-        if name not in oracles:
-            oracles[name] = PythonImplementation(load_target(BUNDLED_TARGETS[name]), f"{name} reference")
-        return oracles[name]
-
     try:
         for name, impl, mode in impls:
             if impl is None:
                 report.implementations.append(ImplementationReport(name=name, mode="", skipped=mode))
                 continue
-            entry = ImplementationReport(
-                name=impl.name,
-                mode=mode,
-                traced=impl.traces and not args.no_trace,
-                vector_subset=args.vectors is not None,
-            )
-            trace = not args.no_trace
-            if vectors:
-                entry.vectors = runner.run_vectors(
-                    impl, vectors, trace=trace, progress=progress, every=args.progress
-                )
-            acc_rows = args.accumulated
-            if acc_rows is None:
-                # The Triton interpreter runs about ten rows a second: it checks a prefix.
-                acc_rows = 1000 if "INTERPRET" in mode else (1_000_000 if args.deep else 10_000)
-            if acc_rows:
-                if progress:
-                    progress(f"[{impl.name}] accumulated check: {acc_rows} rows")
-                entry.accumulated = runner.run_accumulated(impl, acc_rows)
-            if not args.no_fuzz:
-                oracle_name = args.oracle
-                if isinstance(impl, PythonImplementation) and impl.func is oracle(oracle_name).func:
-                    # A reference is not fuzzed against itself: the other reference checks it.
-                    oracle_name = "exact" if oracle_name == "fast" else "fast"
-                examples = args.examples
-                if examples is None and "INTERPRET" in mode:
-                    examples = max(10, profile.examples // 4)  # the Triton interpreter is slow
-                entry.fuzz = runner.run_fuzz(
-                    impl, oracle(oracle_name), oracle_name=oracle_name, profile=profile, examples=examples,
-                    seed=args.seed, shrink=not args.no_shrink, trace=trace, progress=progress,
-                    every=max(args.progress // 2, 1),
-                )  # fmt: skip
-            report.implementations.append(entry)
+            report.implementations.append(_check(impl, mode, args, vectors))
     finally:
         for _, impl, _ in impls:
             if impl is not None:
@@ -227,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dyadic24.conformance.report import render_text, summary_line, write_json, write_junit
 
     if not args.quiet:
-        print(render_text(report, args.max_report, store.FLAG_NOTES))
+        print(render_text(report, args.max_report, notes))
     if args.json:
         write_json(report, args.json)
     if args.junit:
@@ -236,7 +302,95 @@ def main(argv: Sequence[str] | None = None) -> int:
     if all(i.skipped is not None for i in report.implementations):
         print("dyadic24 conform: no implementation could be run", file=sys.stderr)
         return EXIT_USAGE
-    return EXIT_OK if report.conformant else EXIT_FAIL
+    return {CONFORMANT: EXIT_OK, NON_CONFORMANT: EXIT_FAIL, REDUCED: EXIT_REDUCED}.get(
+        report.verdict, EXIT_USAGE
+    )
+
+
+_ORACLES: dict[str, PythonImplementation] = {}
+
+
+def oracle(name: str) -> PythonImplementation:
+    if name not in _ORACLES:
+        target = BUNDLED_TARGETS[name]
+        _ORACLES[name] = PythonImplementation(
+            load_target(target), f"{name} reference", origin=f"target:{target}"
+        )
+    return _ORACLES[name]
+
+
+def _check(
+    impl: Implementation, mode: str, args: argparse.Namespace, vectors: list[Any]
+) -> ImplementationReport:
+    from dyadic24.conformance import runner
+    from dyadic24.conformance.strategies import CI, DEEP
+    from dyadic24.conformance.workers import default_workers
+
+    progress = not (args.quiet or args.no_progress)
+    trace = not args.no_trace
+    workers = args.workers or default_workers()
+    on_gpu = "GPU" in mode
+    entry = ImplementationReport(
+        name=impl.name, mode=mode, traced=impl.traces and trace, formats=impl.formats
+    )
+    if args.no_vectors:
+        entry.vectors_note = "--no-vectors"
+    elif args.vectors is not None:
+        entry.vectors_note = f"a subset: {' '.join(args.vectors)}"
+    if vectors:
+        entry.vectors = runner.run_vectors(impl, vectors, trace=trace, progress=progress)
+        entry.vectors_total = len(vectors) if args.vectors is None else 0
+    if args.no_invalid:
+        entry.invalid_note = "--no-invalid"
+    elif impl.invalid_calls:
+        entry.invalid = runner.run_invalid(impl, progress)
+    else:
+        entry.invalid_note = MINOR0_NOTE
+    acc_rows = args.accumulated if args.accumulated is not None else (1_000_000 if args.deep else 10_000)
+    if acc_rows:
+        entry.accumulated = runner.run_accumulated(impl, acc_rows, progress, 1 if on_gpu else workers)
+    if not args.no_fuzz:
+        oracle_name = args.oracle
+        if isinstance(impl, PythonImplementation) and impl.func is oracle(oracle_name).func:
+            oracle_name = (
+                "exact" if oracle_name == "fast" else "fast"
+            )  # a reference is not fuzzed against itself
+        profile = DEEP if args.deep else CI
+        entry.fuzz = runner.run_fuzz(
+            impl,
+            oracle(oracle_name),
+            oracle_name=oracle_name,
+            profile=profile,
+            examples=args.examples,
+            seed=args.seed,
+            shrink=not args.no_shrink,
+            trace=trace,
+            progress=progress,
+        )
+    if args.bulk is not None:
+        from dyadic24.conformance.bulk import run_bulk
+
+        entry.bulk = run_bulk(
+            impl,
+            args.bulk,
+            seed=args.bulk_seed,
+            workers=workers,
+            progress=progress,
+            max_failures=args.max_report,
+        )
+    if args.exp_sweep:
+        if impl.has_exp:
+            from dyadic24.conformance.expsweep import run_exp_sweep
+
+            entry.exp_sweep = run_exp_sweep(
+                impl, workers=workers, progress=progress, max_examples=args.max_report
+            )
+        else:
+            entry.exp_note = (
+                "not run: the subject exposes no exp routine (--exp MODULE:CALLABLE for a Python"
+                ' subject, "exp": true in a JSON-lines handshake)'
+            )
+    return entry
 
 
 if __name__ == "__main__":

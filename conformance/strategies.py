@@ -76,8 +76,8 @@ BAD_T = (QNAN, 0xFFC00000, 0x7F800001, POS_INF, NEG_INF, ONE | NEG_ZERO, MIN_SUB
 SAMPLED_T = (ONE, 0x3F333333, MIN_SUBNORMAL, MIN_NORMAL, 0x3DCCCCCD, 0x40000000, MAX_FINITE)
 
 ROW_KINDS: tuple[str, ...] = (
-    "normal", "bf16", "spread", "ties", "top32_ties", "zeros", "masked", "subnormal", "huge", "bits",
-    "special",
+    "normal", "bf16", "spread", "ties", "top32_ties", "tied_max", "zeros", "masked", "subnormal", "huge",
+    "bits", "special",
 )  # fmt: skip
 
 
@@ -97,6 +97,9 @@ class Profile:
 
 CI = Profile("ci", max_rows=6, max_vocab=2048, examples=200)
 DEEP = Profile("deep", max_rows=16, max_vocab=4096, examples=5000)
+#: V beyond one GPU tile (every GPU implementation tiles the vocabulary): tile edges and a range above.
+TILED_VOCABS: tuple[int, ...] = (4097, 8192, 8193, 12289, 16385, 20000)
+TILED_MAX_ROWS = 2  # rows of a call with V > 4,096 (the Triton interpreter runs one tile program a second)
 
 
 def bits_to_f32(bits: Sequence[int] | U32) -> npt.NDArray[np.float32]:
@@ -122,8 +125,12 @@ def _moderate_f32_bits(lo: float, hi: float) -> st.SearchStrategy[int]:
 
 
 def taus() -> st.SearchStrategy[int]:
-    """tau bits (clause 1.3): edge values, moderate values (where every clause-6/7 step matters) or any."""
-    return st.one_of(st.sampled_from(EDGE_TAUS), _moderate_f32_bits(0.0625, 16.0), st.integers(1, MAX_FINITE))
+    """tau bits (clause 1.3): the default RN32(0.7) most often (what deployments run), edge values,
+    moderate values (where every clause-6/7 step matters) or any."""
+    return st.one_of(
+        st.just(TAU_DEFAULT_BITS), st.just(TAU_DEFAULT_BITS), st.sampled_from(EDGE_TAUS),
+        _moderate_f32_bits(0.0625, 16.0), st.integers(1, MAX_FINITE),
+    )  # fmt: skip
 
 
 def temperatures() -> st.SearchStrategy[int]:
@@ -184,6 +191,16 @@ def logit_rows(draw: st.DrawFn, vocab: int, tau: float = 1.0, kinds: Sequence[st
             zero = bits == 0
             bits[zero & (rng.random(n) < 0.5)] = NEG_ZERO
         bits = bits[rng.permutation(n)]
+    elif kind == "tied_max":
+        # the maximum at 2-5 IDs (one of them possibly -0 against +0): a greedy row must take the lowest
+        # ID (clause 4.1), a sampled one gives the tied tokens equal tickets (clause 5.4)
+        top = draw(st.sampled_from((POS_ZERO, ONE, 0x40490FDB, 0xC2C80000)))  # 0, 1, pi, -100
+        below = np.float32(np.uint32(top).view(np.float32)) - np.float32(1) - np.abs(rng.standard_normal(n))
+        bits = below.astype(np.float32).view(np.uint32).copy()
+        where = rng.choice(n, size=min(n, draw(st.integers(2, 5))), replace=False)
+        bits[where] = top
+        if top == POS_ZERO and draw(st.booleans()):
+            bits[where[0]] = NEG_ZERO  # -0 == +0 (clause 3.1)
     elif kind == "zeros":
         zero_pool = np.array([POS_ZERO, NEG_ZERO, POS_ZERO, NEG_ZERO, MIN_SUBNORMAL | NEG_ZERO,
                               ONE | NEG_ZERO, NEG_INF], dtype=np.uint32)  # fmt: skip
@@ -232,12 +249,14 @@ def logit_rows(draw: st.DrawFn, vocab: int, tau: float = 1.0, kinds: Sequence[st
 
 
 def vocab_sizes(profile: Profile) -> st.SearchStrategy[int]:
-    """V: mostly 1..33 (around K = 32, clause 3.2), sometimes larger, up to the profile's limit."""
+    """V: mostly 1..33 (around K = 32, clause 3.2), sometimes larger, up to the profile's limit, and now
+    and then beyond one GPU tile (TILED_VOCABS)."""
     return st.one_of(
         st.integers(1, 33), st.integers(1, 33), st.integers(1, 33),
         st.sampled_from((1, 2, 31, 32, 33)),
         st.integers(34, 300),
         st.integers(34, profile.big_vocab),
+        st.sampled_from(TILED_VOCABS),
     )  # fmt: skip
 
 
@@ -270,7 +289,7 @@ def _plain_batches(
     kinds: Sequence[str] = ROW_KINDS,
 ) -> CallInputs:
     v = draw(vocab if vocab is not None else vocab_sizes(profile))
-    rows = draw(st.integers(1, profile.max_rows))
+    rows = draw(st.integers(1, profile.max_rows if v <= 4096 else min(profile.max_rows, TILED_MAX_ROWS)))
     tau_bits = draw(tau if tau is not None else taus())
     tau_value = float(bits_to_f32([tau_bits])[0])
     logit = np.stack([draw(logit_rows(v, tau_value, kinds)) for _ in range(rows)])

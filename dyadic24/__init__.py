@@ -16,7 +16,7 @@ from dyadic24.api import (
     Status,
 )
 
-__version__ = "1.0.0"
+__version__ = "1.1.0"
 
 __all__ = [
     "K_MAX",

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: dyadic24 <command> [args]
+USAGE = """usage: dyadic24 <command> [args]   (dyadic24 --version)
 
 commands:
-  conform   run an implementation against the golden vectors and hypothesis fuzzing (clause 13)
-  vectors   regenerate or check the golden vectors (`dyadic24 vectors check|regen`)
+  conform   check an implementation: golden vectors, invalid calls, accumulated check, fuzzing (clause 13)
+  vectors   regenerate or check the golden vectors (`dyadic24 vectors check|regen|list|hash`)
   cite      print the one-line citation: semantic ID, spec SHA-256, vector set SHA-256
 """
+
+
+def version_line() -> str:
+    from dyadic24 import __version__
+    from dyadic24.api import SEMANTIC_ID
+    from dyadic24.conformance.jsonl import MINOR, PROTOCOL
+
+    return f"dyadic24 {__version__} ({SEMANTIC_ID}; JSON-lines protocol {PROTOCOL}.{MINOR})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        print(version_line())
+        return 0
     command, rest = args[0], args[1:]
     if command == "conform":
         from dyadic24.conformance.cli import main as conform_main

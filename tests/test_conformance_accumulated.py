@@ -22,4 +22,13 @@ def test_a_mutant_fails_the_accumulated_check_and_the_report() -> None:
     assert clause == "9.4"
     assert not result.ok and result.got is not None and result.got != result.expected
     entry = ImplementationReport(name="u_low_bits", mode="mutant", accumulated=result)
-    assert not entry.conformant
+    assert entry.failed and entry.verdict == "NON-CONFORMANT"
+
+
+def test_the_accumulated_check_spread_over_workers_gives_the_same_digest() -> None:
+    """A Python subject rebuilt in worker processes (its origin) hashes the same stream (clause 2.4)."""
+    impl = PythonImplementation(propose_fast, "fast", origin="target:dyadic24.reference.fast:propose_fast")
+    result = run_accumulated(impl, 1000, progress=False, workers=2)
+    assert result.ok, result
+    bad = PythonImplementation(MUTANTS["u_low_bits"][0], "m", origin="mutant:u_low_bits")
+    assert not run_accumulated(bad, 1000, progress=False, workers=2).ok

@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dyadic24.api import TAU_DEFAULT_BITS, CallInputs, Proposal, Status
+from dyadic24.api import TAU_DEFAULT_BITS, ArgumentError, CallInputs, Proposal, Status
 from dyadic24.conformance import jsonl
 from dyadic24.conformance.compare import RowOutput, compare_outputs, compare_trace
 from dyadic24.conformance.impls import CallResult, Implementation, PythonImplementation, tau_scalar
+from dyadic24.conformance.invalid import InvalidCall, cases_for
 from dyadic24.conformance.mutants import MUTANTS
 from dyadic24.conformance.report import (
     ImplementationReport,
@@ -133,7 +134,7 @@ def test_summation_mistake_is_clause_6_2() -> None:
 class Raising(Implementation):
     name = "raising"
 
-    def call(self, inputs: CallInputs, trace: bool) -> CallResult:
+    def call(self, call: jsonl.Call, trace: bool) -> CallResult:
         return CallResult(None, error="raised RuntimeError: boom")
 
 
@@ -146,8 +147,8 @@ def test_a_crashing_call_fails_every_vector() -> None:
     )
 
 
-def wrong_dtype(*args: Any, **kwargs: Any) -> Proposal:
-    p = propose_fast(*args, **kwargs)
+def wrong_dtype(*args: Any, tau: Any, trace: bool = False) -> Proposal:
+    p = propose_fast(*args, tau=tau, trace=trace)
     return Proposal(p.status.astype(np.int64), p.token, p.ids, p.tickets)
 
 
@@ -226,10 +227,38 @@ def test_request_round_trip_keeps_every_bit() -> None:
     logits = v.logits.copy()
     logits.view(np.uint32)[0, 0] = 0x7F800001  # a signalling NaN keeps its payload
     inputs = CallInputs(logits, v.temperature, v.seed, v.round, v.position, 0x00000001)
-    req = jsonl.decode_request(jsonl.encode_request(9, inputs, trace=True))
-    assert req.id == 9 and req.trace
-    assert np.array_equal(req.inputs.logits.view(np.uint32), logits.view(np.uint32))
-    assert np.array_equal(req.inputs.seed, v.seed) and req.inputs.tau_bits == 1
+    for frame in (False, True):
+        line, payload = jsonl.encode_request(9, inputs, trace=True, frame=frame)
+        assert bool(payload) == frame and jsonl.frame_length(line) == len(payload)
+        req = jsonl.decode_request(line, payload or None)
+        assert req.id == 9 and req.trace and req.call is not None
+        got = req.call.inputs
+        assert np.array_equal(got.logits.view(np.uint32), logits.view(np.uint32))
+        assert np.array_equal(got.seed, v.seed) and got.tau_bits == 1
+
+
+def test_16_bit_requests_widen_exactly() -> None:
+    """Clause 1.2: binary16 and bfloat16 rows travel as 16-bit words and widen to the same binary32."""
+    narrow = np.array([[0x3C00, 0x8000, 0x0001, 0x7C00]], dtype=np.uint16)  # 1, -0, least subnormal, +inf
+    for fmt in ("binary16", "bfloat16"):
+        inputs = CallInputs(jsonl.widen16(narrow, fmt), np.ones(1, np.float32), *(np.zeros(1, np.uint64),) * 3, 0x3F800000)
+        for frame in (False, True):
+            line, payload = jsonl.encode_request(1, jsonl.Call(inputs, fmt, narrow), False, frame=frame)
+            req = jsonl.decode_request(line, payload or None)
+            assert req.call is not None and req.call.fmt == fmt
+            assert np.array_equal(req.call.inputs.logits.view(np.uint32), inputs.logits.view(np.uint32))
+    assert jsonl.widen16(narrow, "binary16").view(np.uint32).tolist() == [[0x3F800000, 0x80000000, 0x33800000, 0x7F800000]]
+    assert jsonl.widen16(narrow, "bfloat16").view(np.uint32).tolist()[0][0] == 0x3C000000
+
+
+@pytest.mark.parametrize("case", cases_for(python=False), ids=lambda c: c.name)
+def test_every_invalid_wire_request_names_its_argument_in_the_decoder(case: InvalidCall) -> None:
+    """The library decoder rejects each wire form naming the case's argument (clause 1.5)."""
+    for frames in (False, True):
+        line, payload = case.wire(5, frames)
+        with pytest.raises(ArgumentError) as exc:
+            jsonl.decode_request(line, payload or None)
+        assert exc.value.argument == case.argument, (frames, exc.value)
 
 
 def test_response_round_trip_and_errors() -> None:
@@ -258,29 +287,38 @@ def _report(impl: Implementation) -> RunReport:
 def test_reports_render(tmp_path: Path) -> None:
     bad = _report(PythonImplementation(MUTANTS["batch_failure"][0], "batch_failure"))
     good = _report(fast_impl())
-    assert summary_line(good).endswith("CONFORMANT vectors 4/4 fuzz 0/0 rows 0")
-    assert summary_line(good).startswith(
-        f"dyadic24-floor-first-v1 spec-sha256:{'a' * 64} vectors-sha256:{'b' * 64}"
+    # vectors alone are not a conformance verdict: a reduced run that says what it left out
+    assert summary_line(good).endswith(
+        "REDUCED vectors 4/4 invalid 0/0 accumulated 0/0 fuzz 0/0 rows 0 (reduced run, not checked:"
+        " accumulated check, fuzz, golden vectors, invalid calls)"
     )
+    assert summary_line(good).startswith(f"dyadic24-floor-first-v1 spec-sha256:{'a' * 64} vectors-sha256:{'b' * 64}")
     assert "NON-CONFORMANT vectors 3/4" in summary_line(bad)
-    text = render_text(bad, flag_notes={"batch": "a note"})
+    notes = {"batch": {"text": "a note", "clauses": ["2.4"]}, "nan": {"text": "unrelated", "clauses": ["2.1"]}}
+    text = render_text(bad, flag_notes=notes)
     assert "clause 2.4" in text and "[batch] a note" in text
+    assert "[nan]" not in text  # the flag does not bear on clause 2.4, where the vector diverged
     table = clause_table(bad.implementations[0].vectors)
+    # the failing vector (clauses 2.1 and 2.4 declared) counts under 2.4 alone, its diverging clause
     assert table["2.4"] == {"pass": 0, "fail": 1, "diverged": 1}
+    assert "2.1" not in table  # (old tables counted a failure under every declared clause)
     write_json(bad, tmp_path / "r.json")
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["conformant"] is False and data["implementations"][0]["vectors_passed"] == 3
+    assert data["verdict"] == "NON-CONFORMANT"
     write_junit(bad, tmp_path / "r.xml")
     suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
-    assert suite is not None and suite.get("failures") == "1" and suite.get("tests") == "4"
+    # 4 vectors, and the 4 required checks this run left out (the full vector set among them) as skipped cases
+    assert suite is not None and suite.get("failures") == "1" and suite.get("tests") == "8"
+    assert suite.get("skipped") == "4"
 
 
 def test_torch_tensor_outputs_are_converted() -> None:
     """Clause 12.2: torch implementations may return tensors; the runner converts them."""
     torch = pytest.importorskip("torch")
 
-    def as_tensors(*args: Any, **kwargs: Any) -> Any:
-        p = propose_fast(*args, **kwargs)
+    def as_tensors(*args: Any, tau: Any, trace: bool = False) -> Any:
+        p = propose_fast(*args, tau=tau, trace=trace)
         fields = {k: torch.from_numpy(getattr(p, k).copy()) for k in ("status", "token", "ids", "tickets")}
         return type("TorchProposal", (), {**fields, "trace": p.trace})()
 
