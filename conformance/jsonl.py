@@ -229,7 +229,9 @@ def encode_request(
 
 
 def encode_exp_request(request_id: int, start: int, count: int) -> str:
-    return json.dumps({"id": request_id, "method": "exp", "start": f"{start:08x}", "count": count})
+    return json.dumps(
+        {"id": request_id, "method": "exp", "start": f"{start:08x}", "count": count}, separators=(",", ":")
+    )
 
 
 def _u64(values: Any, name: str, batch: int) -> npt.NDArray[np.uint64]:
@@ -363,7 +365,7 @@ def encode_response(request_id: int, proposal: Proposal, trace: list[dict[str, A
 
 def encode_exp_response(request_id: int, e_bits: npt.NDArray[np.uint32]) -> tuple[str, bytes]:
     payload = np.ascontiguousarray(e_bits, dtype="<u4").tobytes()
-    return json.dumps({"id": request_id, "frame": len(payload)}), payload
+    return json.dumps({"id": request_id, "frame": len(payload)}, separators=(",", ":")), payload
 
 
 def encode_error(request_id: int | None, argument: str, message: str) -> str:
