@@ -34,25 +34,53 @@ def oracle_only(rows: int, workers: int) -> dict[str, Any]:
     start = time.monotonic()
     done = sum(c.call.inputs.batch for c, _ in bulk._stream(0, counts, workers))
     seconds = time.monotonic() - start
-    return {"what": f"reference side alone ({workers} workers)", "rows": done, "seconds": round(seconds, 1),
-            "rows_per_s": round(done / seconds, 1)}  # fmt: skip
+    return {
+        "what": f"reference side alone ({workers} workers)",
+        "rows": done,
+        "seconds": round(seconds, 1),
+        "rows_per_s": round(done / seconds, 1),
+    }
 
 
 def conform(label: str, subject: list[str], rows: int, workers: int, out: Path) -> dict[str, Any]:
     """One `dyadic24 conform ... --bulk rows` run (bulk only), timed end to end."""
     report = out / f"bulk_{label}.json"
-    cmd = [sys.executable, "-m", "dyadic24", "conform", *subject, "--no-vectors", "--no-invalid", "--no-fuzz",
-           "--accumulated", "0", "--bulk", str(rows), "--workers", str(workers), "--json", str(report)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "dyadic24",
+        "conform",
+        *subject,
+        "--no-vectors",
+        "--no-invalid",
+        "--no-fuzz",
+        "--accumulated",
+        "0",
+        "--bulk",
+        str(rows),
+        "--workers",
+        str(workers),
+        "--json",
+        str(report),
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     wall = time.monotonic() - start
     data = json.loads(report.read_text())["implementations"][0]["bulk"]
     report.unlink()
-    return {"what": label, "command": " ".join(["dyadic24", *cmd[3:-2]]), "exit": proc.returncode,
-            "rows": data["rows"], "differing_rows": data["differing_rows"], "seconds": data["seconds"],
-            "wall_seconds": round(wall, 1), "rows_per_s": data["rows_per_s"],
-            "vocab_bands": data["vocab_bands"], "formats": data["formats"]}  # fmt: skip
+    return {
+        "what": label,
+        "command": " ".join(["dyadic24", *cmd[3:-2]]),
+        "exit": proc.returncode,
+        "rows": data["rows"],
+        "differing_rows": data["differing_rows"],
+        "seconds": data["seconds"],
+        "wall_seconds": round(wall, 1),
+        "rows_per_s": data["rows_per_s"],
+        "vocab_bands": data["vocab_bands"],
+        "formats": data["formats"],
+    }
 
 
 def machine() -> dict[str, Any]:
@@ -66,10 +94,17 @@ def machine() -> dict[str, Any]:
         pass
     import numpy
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                            check=False).stdout.strip()  # fmt: skip
-    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit, "cpu": cpu,
-            "cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(), "numpy": numpy.__version__}  # fmt: skip
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": commit,
+        "cpu": cpu,
+        "cpus": len(os.sched_getaffinity(0)),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+    }
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -77,19 +112,25 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# `dyadic24 conform --bulk` throughput ({m['date']}, commit {m['commit']})",
         "",
-        f"{m['cpus']} CPUs ({m['cpu']}), Python {m['python']}, numpy {m['numpy']}; `python benchmarks/bench_conform.py`."
-        " Rows/s over the whole bulk check (the generator, the fast reference in worker processes, the subject, the"
+        f"{m['cpus']} CPUs ({m['cpu']}), Python {m['python']}, numpy {m['numpy']};"
+        " `python benchmarks/bench_conform.py`. Rows/s over the whole bulk check (the generator, the fast"
+        " reference in worker processes, the subject, the"
         " comparison); the wall time includes process start-up.",
         "",
         "| what | rows | differing | seconds | rows/s | wall s |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in report["runs"]:
-        lines.append(f"| {r['what']} | {r['rows']:,} | {r.get('differing_rows', '-')} | {r['seconds']} |"
-                     f" {r['rows_per_s']:,.0f} | {r.get('wall_seconds', '-')} |")  # fmt: skip
+        lines.append(
+            f"| {r['what']} | {r['rows']:,} | {r.get('differing_rows', '-')} | {r['seconds']} |"
+            f" {r['rows_per_s']:,.0f} | {r.get('wall_seconds', '-')} |"
+        )
     bands = report["runs"][-1].get("vocab_bands", {})
     if bands:
-        lines += ["", "Rows by V in the last run: " + ", ".join(f"{k}: {v:,}" for k, v in bands.items()) + "."]
+        lines += [
+            "",
+            "Rows by V in the last run: " + ", ".join(f"{k}: {v:,}" for k, v in bands.items()) + ".",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -107,11 +148,21 @@ def main() -> int:
         subprocess.run(["cc", *CFLAGS, "-o", str(exe), str(SUBJECT), "-lm"], check=True)
         runs = [
             oracle_only(args.rows_oracle, args.workers),
-            conform("Python subject: --impl dyadic24.reference.fast:propose_fast",
-                    ["--impl", "dyadic24.reference.fast:propose_fast"], args.rows_impl, args.workers, args.out),
-            conform("compiled subject: --cmd benchmarks/subjects/c (JSON-lines 1.1, binary frames)",
-                    ["--cmd", str(exe)], args.rows_cmd, args.workers, args.out),
-        ]  # fmt: skip
+            conform(
+                "Python subject: --impl dyadic24.reference.fast:propose_fast",
+                ["--impl", "dyadic24.reference.fast:propose_fast"],
+                args.rows_impl,
+                args.workers,
+                args.out,
+            ),
+            conform(
+                "compiled subject: --cmd benchmarks/subjects/c (JSON-lines 1.1, binary frames)",
+                ["--cmd", str(exe)],
+                args.rows_cmd,
+                args.workers,
+                args.out,
+            ),
+        ]
     report = {"machine": machine(), "runs": runs}
     (args.out / "conform_bulk.json").write_text(json.dumps(report, indent=1) + "\n")
     (args.out / "conform_bulk.md").write_text(markdown(report))

@@ -1,18 +1,18 @@
-"""Depth-5 latency of the dyadic24 Triton proposal against its peers and floors (H200, issue 5).
+"""Depth-5 latency of the dyadic24 Triton proposal against the samplers an engineer would pick instead and
+against the floors, all measured in one run (benchmarks/DESIGN.md "Measurement method").
 
-One run measures, for every (logit dtype, V, B): CUDA events around CUDA-graph replays, median of
->= 200 replays after warm-up, inputs rotated among enough buffer sets that together exceed twice
-the L2 cache (so the cache is not what is measured). A depth-5 graph holds five positions, each
-reading its own fresh logits buffer. Implementations and floors, all in the same process:
+For every (logit dtype, V, B): CUDA events around CUDA-graph replays, median of --replays replays
+after warm-up, inputs rotated among enough buffer sets that together exceed twice the L2 cache. A
+depth-5 graph holds five positions, each reading its own fresh logits buffer. The implementations:
 
 - dyadic24-sampled / dyadic24-greedy: this kernel with every row sampled (T = 1) / greedy (T = 0);
-- torch-topk-softmax-multinomial: torch.topk(32) + softmax(v / tau) + torch.multinomial;
-- torch-argmax: torch.argmax (the greedy floor);
-- launch-floor: an empty Triton kernel launched as many times as the kernel launches;
-- byte-floor: a device-to-device copy of the logits (reads and writes every byte once).
+- the peers and floors of benchmarks/peers.py: torch topk + softmax + multinomial, the exponential
+  race eager and compiled, vLLM's native top-k sampler, FlashInfer's top-k and sampling kernels,
+  torch.argmax; the read-only skeleton (the memory floor), a copy (twice its bytes), the launch floor.
 
-Usage on the GPU: python benchmarks/bench_propose.py --out DIR [--quick]
-Writes DIR/bench.json, DIR/bench.md and DIR/bench_latency.png.
+Usage on the GPU: python benchmarks/bench_propose.py --out DIR [--quick] [--impls a,b] [--batches 1,4]
+Writes DIR/bench.json, DIR/bench.md and DIR/bench_latency.png (the report is rewritten after every
+case, so a run stopped early leaves every finished case behind).
 """
 
 from __future__ import annotations
@@ -33,16 +33,23 @@ import torch
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from peers import Peers
 
 from dyadic24.kernels import propose as kp
 
 DEPTH = 5
 TAU = 0.7
-
-
-@triton.jit
-def _empty_kernel(x_ptr):  # type: ignore[no-untyped-def]
-    pass
+OURS = ("dyadic24-sampled", "dyadic24-greedy")
+SAMPLERS = (
+    "torch-topk-softmax-multinomial",
+    "torch-race",
+    "torch-race-compiled",
+    "vllm-native",
+    "flashinfer",
+)
+FLOORS = ("read-skeleton", "copy", "launch-floor")
 
 
 class Case:
@@ -60,7 +67,6 @@ class Case:
             [(torch.randn(batch, vocab, device=device, generator=gen) * 4).to(dtype) for _ in range(DEPTH)]
             for _ in range(self.n_sets)
         ]
-        self.copy_dst = torch.empty(batch, vocab, dtype=dtype, device=device)
         rows = torch.arange(batch, device=device, dtype=torch.int64)
         self.seed = rows * 7919 + (1 << 40)
         self.round = torch.full((batch,), 3, dtype=torch.int64, device=device)
@@ -71,37 +77,30 @@ class Case:
         self.t_greedy = torch.zeros(batch, dtype=torch.float32, device=device)
         self.outs = [kp.make_outputs(batch, device) for _ in range(DEPTH)]
         self.ws = kp.make_workspace(batch, vocab, device)
-        self.sink = torch.empty(batch, 1, dtype=torch.int64, device=device)
-        self.dummy = torch.empty(1, device=device)
-        self.launches = kp.Plan.for_shape(batch, vocab).launches  # of the default plan
+        self.peers = Peers(batch, vocab, dtype, TAU, DEPTH, device)
 
-    # One position of each implementation -------------------------------------------------
     def kernel(self, temp: torch.Tensor) -> Callable[[list[torch.Tensor]], None]:
         def run(bufs: list[torch.Tensor]) -> None:
             for p in range(DEPTH):
-                kp.propose(bufs[p], temp, self.seed, self.round, self.positions[p], tau=TAU,
-                           out=self.outs[p], workspace=self.ws)  # fmt: skip
+                kp.propose(
+                    bufs[p],
+                    temp,
+                    self.seed,
+                    self.round,
+                    self.positions[p],
+                    tau=TAU,
+                    out=self.outs[p],
+                    workspace=self.ws,
+                )
 
         return run
 
-    def torch_sampler(self, bufs: list[torch.Tensor]) -> None:
-        for p in range(DEPTH):
-            vals, idx = torch.topk(bufs[p], 32, dim=-1)
-            probs = torch.softmax(vals.float() / TAU, dim=-1)
-            choice = torch.multinomial(probs, 1)
-            self.sink.copy_(torch.gather(idx, 1, choice))
-
-    def torch_argmax(self, bufs: list[torch.Tensor]) -> None:
-        for p in range(DEPTH):
-            self.sink[:, 0].copy_(torch.argmax(bufs[p], dim=-1))
-
-    def launch_floor(self, bufs: list[torch.Tensor]) -> None:
-        for _ in range(DEPTH * self.launches):
-            _empty_kernel[(1,)](self.dummy)
-
-    def byte_floor(self, bufs: list[torch.Tensor]) -> None:
-        for p in range(DEPTH):
-            self.copy_dst.copy_(bufs[p])
+    def bodies(self) -> dict[str, Callable[[list[torch.Tensor]], None]]:
+        return {
+            "dyadic24-sampled": self.kernel(self.t_sampled),
+            "dyadic24-greedy": self.kernel(self.t_greedy),
+            **self.peers.bodies(kp.LAUNCHES),
+        }
 
 
 def time_graphs(
@@ -146,10 +145,16 @@ def versions() -> dict[str, Any]:
     try:
         driver = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, check=False,
-        ).stdout.strip()  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
     except OSError:
         driver = "unknown"
+    repo = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, check=False
+    ).stdout.strip()
     return {
         "device": torch.cuda.get_device_name(0),
         "sm_count": props.multi_processor_count,
@@ -160,87 +165,118 @@ def versions() -> dict[str, Any]:
         "triton": triton.__version__,
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commit": commit or "unknown",
     }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--quick", action="store_true", help="few configurations, for a smoke run")
+    ap.add_argument("--quick", action="store_true", help="V = 163,840 and B = 1, 4, 64 only")
     ap.add_argument("--replays", type=int, default=200)
+    ap.add_argument("--impls", help="comma-separated subset of the implementations (default: all)")
+    ap.add_argument("--batches", help="comma-separated batch sizes (default 1,2,4,8,16,64,256)")
+    ap.add_argument("--vocabs", help="comma-separated vocabulary sizes (default 163840,81920,262144)")
+    ap.add_argument("--dtypes", default="fp32,bf16")
+    ap.add_argument("--commit", help="the commit whose tree is measured (default: git rev-parse HEAD)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     info = versions()
+    if args.commit:
+        info["commit"] = args.commit
     l2 = int(info["l2_bytes"]) or 60 * 2**20
     kp.prepare("cuda")
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
-    vocabs = [163_840] if args.quick else [163_840, 81_920, 262_144]
-    batches = [1, 4, 64] if args.quick else [1, 2, 4, 8, 16, 64, 256]
-    # the headline shape first; the report is rewritten after every case, so a run stopped early
-    # still leaves every finished case behind
-    order = [(d, v) for v in vocabs for d in dtypes]
+    vocabs = [int(v) for v in (args.vocabs or "163840,81920,262144").split(",")]
+    batches = [int(b) for b in (args.batches or "1,2,4,8,16,64,256").split(",")]
+    if args.quick:
+        vocabs, batches = [163_840], [1, 4, 64]
+    wanted = args.impls.split(",") if args.impls else None
     results: list[dict[str, Any]] = []
-    report = {"info": info, "depth": DEPTH, "tau": TAU, "results": results}
-    for dname, vocab in order:
-        dtype = dtypes[dname]
-        for batch in batches:
-            case = Case(dtype, vocab, batch, l2)
-            impls = {
-                "dyadic24-sampled": case.kernel(case.t_sampled),
-                "dyadic24-greedy": case.kernel(case.t_greedy),
-                "torch-topk-softmax-multinomial": case.torch_sampler,
-                "torch-argmax": case.torch_argmax,
-                "launch-floor": case.launch_floor,
-                "byte-floor": case.byte_floor,
-            }
-            for name, body in impls.items():
-                r = time_graphs(case, body, args.replays, warmup=30)
-                row = {"impl": name, "dtype": dname, "V": vocab, "B": batch, "launches": case.launches, **r,
-                       "per_position_us": r["median_us"] / DEPTH}  # fmt: skip
-                results.append(row)
-                print(f"{dname} V={vocab:>6} B={batch:>3} {name:<32} {r['median_us']:9.1f} us / depth 5",
-                      flush=True)  # fmt: skip
-            del case
-            torch.cuda.empty_cache()
-            (args.out / "bench.json").write_text(json.dumps(report, indent=1) + "\n")
-            (args.out / "bench.md").write_text(markdown(report))
-        if (dname, vocab) == order[0]:
-            plot(report, args.out / "bench_latency.png")
+    skipped: dict[str, str] = {}
+    report = {"info": info, "depth": DEPTH, "tau": TAU, "results": results, "skipped": skipped}
+    for vocab in vocabs:
+        for dname in args.dtypes.split(","):
+            for batch in batches:
+                case = Case(dtypes[dname], vocab, batch, l2)
+                for name, body in case.bodies().items():
+                    if wanted is not None and name not in wanted:
+                        continue
+                    try:
+                        r = time_graphs(case, body, args.replays, warmup=30)
+                    except Exception as exc:  # a peer that cannot run here is reported, not fatal
+                        skipped[name] = f"{type(exc).__name__}: {exc}"[:300]
+                        torch.cuda.synchronize()
+                        continue
+                    results.append(
+                        {
+                            "impl": name,
+                            "dtype": dname,
+                            "V": vocab,
+                            "B": batch,
+                            **r,
+                            "per_position_us": r["median_us"] / DEPTH,
+                        }
+                    )
+                    print(
+                        f"{dname} V={vocab:>6} B={batch:>3} {name:<31} {r['median_us']:9.1f} us", flush=True
+                    )
+                del case
+                torch.cuda.empty_cache()
+                (args.out / "bench.json").write_text(json.dumps(report, indent=1) + "\n")
+                (args.out / "bench.md").write_text(markdown(report))
     plot(report, args.out / "bench_latency.png")
     print(markdown(report))
     return 0
 
 
+def derived(cell: dict[str, float]) -> dict[str, Any]:
+    """Ratios of one (dtype, V, B) row: to the read-only skeleton, to the fastest peer sampler."""
+    out: dict[str, Any] = {}
+    if "dyadic24-sampled" in cell and "read-skeleton" in cell:
+        out["sampled/skeleton"] = cell["dyadic24-sampled"] / cell["read-skeleton"]
+    if "dyadic24-greedy" in cell and "read-skeleton" in cell:
+        out["greedy/skeleton"] = cell["dyadic24-greedy"] / cell["read-skeleton"]
+    peers = {k: v for k, v in cell.items() if k in SAMPLERS}
+    if peers and "dyadic24-sampled" in cell:
+        best = min(peers, key=lambda k: peers[k])
+        out["fastest peer"] = best
+        out["speed-up"] = peers[best] / cell["dyadic24-sampled"]
+    return out
+
+
 def markdown(report: dict[str, Any]) -> str:
     info = report["info"]
     lines = [
-        f"# dyadic24 depth-{report['depth']} latency ({info['device']}, driver {info['driver']}, "
-        f"CUDA {info['cuda']}, torch {info['torch']}, triton {info['triton']}, {info['date']})",
+        f"# dyadic24 depth-{report['depth']} latency: {info['device']}, {info['date']},"
+        f" commit {info['commit']}",
         "",
-        "Median of CUDA-event-timed CUDA-graph replays (us for the whole depth-5 graph; per position = /5).",
+        f"Driver {info['driver']}, CUDA {info['cuda']}, torch {info['torch']}, triton {info['triton']},"
+        f" Python {info['python']}. Median of CUDA-event-timed CUDA-graph replays, us for the whole depth-5"
+        " graph (per position: / 5); tau = 0.7. *skeleton* is the read-only skeleton (the bytes the rule must"
+        " read, at the rate this GPU reads them); *copy* reads and writes them (twice the bytes); the"
+        " speed-up is against the fastest peer sampler measured in the same run, named.",
         "",
     ]
+    if report.get("skipped"):
+        lines += ["Not measured: " + "; ".join(f"{k} ({v})" for k, v in report["skipped"].items()), ""]
     res = report["results"]
-    impls = list(dict.fromkeys(r["impl"] for r in res))
+    impls = [i for i in (*OURS, *SAMPLERS, "torch-argmax", *FLOORS) if any(r["impl"] == i for r in res)]
     for dname in dict.fromkeys(r["dtype"] for r in res):
         for vocab in dict.fromkeys(r["V"] for r in res):
-            if not any(r["dtype"] == dname and r["V"] == vocab for r in res):
+            rows = [r for r in res if r["dtype"] == dname and r["V"] == vocab]
+            if not rows:
                 continue
-            lines.append(f"## {dname}, V = {vocab:,}")
-            lines.append("")
-            lines.append("| B | " + " | ".join(impls) + " | speed-up vs torch sampler | greedy / argmax |")
-            lines.append("|---:|" + "---:|" * (len(impls) + 2))
-            for batch in dict.fromkeys(r["B"] for r in res):
-                cell = {r["impl"]: r["median_us"] for r in res
-                        if r["dtype"] == dname and r["V"] == vocab and r["B"] == batch}  # fmt: skip
-                if not cell:
-                    continue
-                if len(cell) < len(impls):
-                    continue
-                speed = cell["torch-topk-softmax-multinomial"] / cell["dyadic24-sampled"]
-                greedy = cell["dyadic24-greedy"] / cell["torch-argmax"]
-                cells = " | ".join(f"{cell[i]:.1f}" for i in impls)
-                lines.append(f"| {batch} | {cells} | {speed:.1f}x | {greedy:.2f} |")
+            lines += [f"## {dname}, V = {vocab:,}", ""]
+            head = ["B", *impls, "sampled / skeleton", "greedy / skeleton", "fastest peer", "speed-up"]
+            lines += ["| " + " | ".join(head) + " |", "|" + "---:|" * (len(head) - 2) + "---|---:|"]
+            for batch in dict.fromkeys(r["B"] for r in rows):
+                cell = {r["impl"]: r["median_us"] for r in rows if r["B"] == batch}
+                d = derived(cell)
+                vals = [f"{cell[i]:.1f}" if i in cell else "-" for i in impls]
+                ratio = [f"{d[k]:.2f}" if k in d else "-" for k in ("sampled/skeleton", "greedy/skeleton")]
+                peer = [d.get("fastest peer", "-"), f"{d['speed-up']:.1f}x" if "speed-up" in d else "-"]
+                lines.append(f"| {batch} | " + " | ".join(vals + ratio + peer) + " |")
             lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -254,18 +290,24 @@ def plot(report: dict[str, Any], path: Path) -> None:
     except ImportError:
         return
     res = [r for r in report["results"] if r["dtype"] == "fp32" and r["V"] == 163_840]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if not res:
+        return
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for impl in dict.fromkeys(r["impl"] for r in res):
         pts = sorted((r["B"], r["per_position_us"]) for r in res if r["impl"] == impl)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=impl)
+        style = "-" if impl.startswith("dyadic24") else (":" if impl in FLOORS else "--")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=impl)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("batch B (rows)")
-    ax.set_ylabel("latency per position (us, median)")
+    ax.set_ylabel("latency per position (us, median of graph replays)")
     info = report["info"]
-    ax.set_title(f"V=163,840 fp32, depth 5, {info['device']}, torch {info['torch']}, triton {info['triton']}")
+    ax.set_title(
+        f"V = 163,840 fp32, depth 5, {info['device']}, torch {info['torch']}, triton {info['triton']}",
+        fontsize=9,
+    )
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

@@ -59,7 +59,9 @@ def test_the_generator_covers_what_it_documents(sample: list[bulk.BulkCall]) -> 
     greedy_tied = 0
     for c in sample:
         i = c.call.inputs
-        out = propose_fast(i.logits, i.temperature, i.seed, i.round, i.position, tau=np.uint32(i.tau_bits).view(np.float32))
+        out = propose_fast(
+            i.logits, i.temperature, i.seed, i.round, i.position, tau=np.uint32(i.tau_bits).view(np.float32)
+        )
         statuses.update(out.status.tolist())
         for r in range(i.batch):
             row = i.logits[r]
@@ -78,8 +80,9 @@ def test_a_conformant_subject_passes_and_a_mutant_is_caught() -> None:
     good = bulk.run_bulk(PythonImplementation(propose_fast, "fast"), 3000, progress=False)
     assert good.ok and good.rows == 3000 and good.differing_rows == 0
     assert sum(good.formats.values()) == 3000
-    bad = bulk.run_bulk(PythonImplementation(MUTANTS["remainder_lowest_id"][0], "m"), 3000, progress=False,
-                        max_failures=3)  # fmt: skip
+    bad = bulk.run_bulk(
+        PythonImplementation(MUTANTS["remainder_lowest_id"][0], "m"), 3000, progress=False, max_failures=3
+    )
     assert not bad.ok and bad.differing_rows > 0 and len(bad.failures) == 3
     failure = bad.failures[0]
     assert failure.divergence.clause == "8.1" or failure.divergence.clause.startswith(("7", "9"))
@@ -90,12 +93,35 @@ def test_a_conformant_subject_passes_and_a_mutant_is_caught() -> None:
 def test_bulk_through_the_command() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
-        [PY, "-m", "dyadic24", "conform", "--mutant", "u_low_bits", "--no-vectors", "--no-invalid", "--no-fuzz",
-         "--accumulated", "0", "--bulk", "2000", "--workers", "2", "--no-progress", "--max-report", "2"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        [
+            PY,
+            "-m",
+            "dyadic24",
+            "conform",
+            "--mutant",
+            "u_low_bits",
+            "--no-vectors",
+            "--no-invalid",
+            "--no-fuzz",
+            "--accumulated",
+            "0",
+            "--bulk",
+            "2000",
+            "--workers",
+            "2",
+            "--no-progress",
+            "--max-report",
+            "2",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr
-    assert "bulk: " in proc.stdout and "reproduce: {\"id\":1," in proc.stdout
+    assert "bulk: " in proc.stdout and 'reproduce: {"id":1,' in proc.stdout
     assert "token: got " in proc.stdout and "(clause 9.5)" in proc.stdout  # outputs only: the token's clause
 
 

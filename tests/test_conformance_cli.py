@@ -41,11 +41,20 @@ def accepts_zero_tau(logits, temperature, seed, round, position, *, tau=0.7):
 """
 
 
-def run(*args: str, cwd: Path = REPO, timeout: float = 900, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, cwd: Path = REPO, timeout: float = 900, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), full_env.get("PYTHONPATH")) if p)
-    return subprocess.run([PY, "-m", "dyadic24", *args], cwd=cwd, env=full_env, capture_output=True, text=True,
-                          timeout=timeout, check=False)  # fmt: skip
+    return subprocess.run(
+        [PY, "-m", "dyadic24", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -62,7 +71,11 @@ def test_version() -> None:
     proc = run("--version")
     from dyadic24 import __version__
 
-    assert proc.returncode == 0 and proc.stdout.strip() == f"dyadic24 {__version__} (dyadic24-floor-first-v1; JSON-lines protocol dyadic24-jsonl-1.1)"
+    assert (
+        proc.returncode == 0
+        and proc.stdout.strip()
+        == f"dyadic24 {__version__} (dyadic24-floor-first-v1; JSON-lines protocol dyadic24-jsonl-1.1)"
+    )
 
 
 def test_cite_prints_the_release_citation() -> None:
@@ -75,28 +88,49 @@ def test_cite_prints_the_release_citation() -> None:
 
 def test_full_run_of_an_own_module_is_conformant(own: Path, tmp_path: Path) -> None:
     """The module is found from its own folder (as python -m does); every required check runs."""
-    proc = run("conform", "--impl", "mymod:propose", "--no-progress", "--json", str(tmp_path / "r.json"),
-               "--junit", str(tmp_path / "r.xml"), cwd=own)  # fmt: skip
+    proc = run(
+        "conform",
+        "--impl",
+        "mymod:propose",
+        "--no-progress",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--junit",
+        str(tmp_path / "r.xml"),
+        cwd=own,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     line = last(proc)
     assert CITATION.match(line) and " CONFORMANT vectors " in line
-    m = re.search(r"CONFORMANT vectors (\d+)/(\d+) invalid (\d+)/(\d+) accumulated 1/1 fuzz 200/200 rows \d+$", line)
+    m = re.search(
+        r"CONFORMANT vectors (\d+)/(\d+) invalid (\d+)/(\d+) accumulated 1/1 fuzz 200/200 rows \d+$", line
+    )
     assert m and m.group(1) == m.group(2) and int(m.group(2)) >= 291 and m.group(3) == m.group(4)
     assert "outputs only (no trace offered)" in proc.stdout
     report = json.loads((tmp_path / "r.json").read_text())
     impl = report["implementations"][0]
     assert report["verdict"] == "CONFORMANT" and impl["missing"] == [] and impl["vectors_traced"] == 0
-    assert impl["narrow_run"] > 0 and impl["narrow_passed"] == impl["narrow_run"]  # binary16 forms (clause 1.2)
+    assert (
+        impl["narrow_run"] > 0 and impl["narrow_passed"] == impl["narrow_run"]
+    )  # binary16 forms (clause 1.2)
     assert ET.parse(tmp_path / "r.xml").getroot().find("testsuite").get("skipped") == "0"  # type: ignore[union-attr]
 
 
 def test_a_run_that_checks_little_is_reduced_never_conformant(own: Path) -> None:
     """The run of the issue: no vectors, no fuzz, no accumulated check. It said CONFORMANT before."""
-    proc = run("conform", "--impl", "mymod:propose", "--no-vectors", "--no-fuzz", "--accumulated", "0", cwd=own)
+    proc = run(
+        "conform", "--impl", "mymod:propose", "--no-vectors", "--no-fuzz", "--accumulated", "0", cwd=own
+    )
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "CONFORMANT" not in proc.stdout.replace("NON-CONFORMANT", "").replace("CONFORMANT needs", "")
-    assert " REDUCED vectors 0/0 invalid 25/25 accumulated 0/0 fuzz 0/0 rows 0 (reduced run, not checked:" in last(proc)
-    assert "not checked: golden vectors (--no-vectors), accumulated check (10,000 rows), fuzz (200 examples)" in proc.stdout
+    assert (
+        " REDUCED vectors 0/0 invalid 25/25 accumulated 0/0 fuzz 0/0 rows 0 (reduced run, not checked:"
+        in last(proc)
+    )
+    assert (
+        "not checked: golden vectors (--no-vectors), accumulated check (10,000 rows), fuzz (200 examples)"
+        in proc.stdout
+    )
 
 
 @pytest.mark.parametrize(
@@ -116,8 +150,17 @@ def test_each_reduction_alone_makes_the_run_reduced(own: Path, reduce: list[str]
 
 
 def test_a_run_that_checks_nothing_is_a_usage_error(own: Path) -> None:
-    proc = run("conform", "--impl", "mymod:propose", "--no-vectors", "--no-fuzz", "--accumulated", "0", "--no-invalid",
-               cwd=own)  # fmt: skip
+    proc = run(
+        "conform",
+        "--impl",
+        "mymod:propose",
+        "--no-vectors",
+        "--no-fuzz",
+        "--accumulated",
+        "0",
+        "--no-invalid",
+        cwd=own,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "nothing to check" in proc.stderr
 
@@ -165,13 +208,28 @@ def test_announced_trace_that_never_comes_breaks_clause_12_3(own: Path, tmp_path
 def test_an_accepted_invalid_call_is_non_conformant(own: Path) -> None:
     proc = run("conform", "--impl", "mymod:accepts_zero_tau", *QUICK, cwd=own)
     assert proc.returncode == 1 and "NON-CONFORMANT" in last(proc)
-    assert "invalid call tau_zero (finite and > 0 (clause 1.3)): accepted it and returned outputs;" in proc.stdout
+    assert (
+        "invalid call tau_zero (finite and > 0 (clause 1.3)): accepted it and returned outputs;"
+        in proc.stdout
+    )
     assert "invalid 24/25" in last(proc)
 
 
 def test_a_mutant_lists_its_failures_with_and_n_more(tmp_path: Path) -> None:
-    proc = run("conform", "--mutant", "remainder_lowest_id", "--vectors", "allocation", "--no-fuzz", "--accumulated",
-               "0", "--max-report", "2", "--json", str(tmp_path / "r.json"))  # fmt: skip
+    proc = run(
+        "conform",
+        "--mutant",
+        "remainder_lowest_id",
+        "--vectors",
+        "allocation",
+        "--no-fuzz",
+        "--accumulated",
+        "0",
+        "--max-report",
+        "2",
+        "--json",
+        str(tmp_path / "r.json"),
+    )
     assert proc.returncode == 1
     assert re.search(r"and \d+ more \(--max-report N, or --json for all\)", proc.stdout)
     clauses = json.loads((tmp_path / "r.json").read_text())["implementations"][0]["clauses"]
@@ -181,8 +239,18 @@ def test_a_mutant_lists_its_failures_with_and_n_more(tmp_path: Path) -> None:
 
 
 def test_fuzz_failure_gives_a_protocol_reproducer(own: Path) -> None:
-    proc = run("conform", "--mutant", "u_low_bits", "--no-vectors", "--examples", "30", "--accumulated", "0",
-               "--no-invalid", "--no-shrink")  # fmt: skip
+    proc = run(
+        "conform",
+        "--mutant",
+        "u_low_bits",
+        "--no-vectors",
+        "--examples",
+        "30",
+        "--accumulated",
+        "0",
+        "--no-invalid",
+        "--no-shrink",
+    )
     assert proc.returncode == 1
     line = next(ln for ln in proc.stdout.splitlines() if "reproduce (JSON-lines request" in ln)
     request = json.loads(line.split("PROTOCOL.md): ", 1)[1])
@@ -194,4 +262,6 @@ def test_bundled_references_are_conformant() -> None:
     proc = run("conform", "--bundled", "--only", "exact,fast", "--no-progress")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "oracle exact" in proc.stdout and "oracle fast" in proc.stdout
-    assert re.search(r" CONFORMANT vectors (\d+)/\1 invalid (\d+)/\2 accumulated 2/2 fuzz 400/400", last(proc))
+    assert re.search(
+        r" CONFORMANT vectors (\d+)/\1 invalid (\d+)/\2 accumulated 2/2 fuzz 400/400", last(proc)
+    )

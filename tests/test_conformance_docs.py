@@ -12,7 +12,7 @@ def test_generated_blocks_match_the_code() -> None:
 
 
 def test_a_drifted_block_is_detected(tmp_path: object) -> None:
-    path, make = docs.BLOCKS["invalid-calls"]
+    path, _ = docs.BLOCKS["invalid-calls"]
     text = path.read_text(encoding="utf-8")
     assert "`tau_zero`" in text
     fresh = {name: "stale\n" for name in docs.BLOCKS}

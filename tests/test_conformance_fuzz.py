@@ -60,8 +60,11 @@ def _find(condition: Any) -> CallInputs:
     """A call of the default fuzz strategy (dyadic24 conform's) meeting ``condition``, found by hypothesis."""
     from hypothesis import find
 
-    return find(strategies.batches(CI), condition, settings=settings(max_examples=2000, database=None,
-                                                                     suppress_health_check=list(HealthCheck)))  # fmt: skip
+    return find(
+        strategies.batches(CI),
+        condition,
+        settings=settings(max_examples=2000, database=None, suppress_health_check=list(HealthCheck)),
+    )
 
 
 def test_default_fuzz_reaches_tiled_vocabularies() -> None:

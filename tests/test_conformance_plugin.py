@@ -24,15 +24,38 @@ def pytest_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "mymod.py").write_text(OWN)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-         "-q", "-rN", "--rootdir", str(tmp_path), *args],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rN",
+            "--rootdir",
+            str(tmp_path),
+            *args,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
 
 
 def test_every_check_is_an_item(tmp_path: Path) -> None:
-    proc = pytest_run(tmp_path, "--dyadic24-impl", "mymod:propose", "--dyadic24-examples", "10",
-                      "--dyadic24-accumulated", "100", "--collect-only")  # fmt: skip
+    proc = pytest_run(
+        tmp_path,
+        "--dyadic24-impl",
+        "mymod:propose",
+        "--dyadic24-examples",
+        "10",
+        "--dyadic24-accumulated",
+        "100",
+        "--collect-only",
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     items = [ln for ln in proc.stdout.splitlines() if "dyadic24::" in ln]
     assert any("golden_draw.json::tcId 1" in i for i in items) and any(" binary16" in i for i in items)
@@ -42,16 +65,32 @@ def test_every_check_is_an_item(tmp_path: Path) -> None:
 
 
 def test_a_wrong_implementation_fails_items_with_the_runner_messages(tmp_path: Path) -> None:
-    proc = pytest_run(tmp_path, "--dyadic24-impl", "mymod:wrong", "--dyadic24-examples", "10",
-                      "--dyadic24-accumulated", "100", "-k", "allocation or accumulated")  # fmt: skip
+    proc = pytest_run(
+        tmp_path,
+        "--dyadic24-impl",
+        "mymod:wrong",
+        "--dyadic24-examples",
+        "10",
+        "--dyadic24-accumulated",
+        "100",
+        "-k",
+        "allocation or accumulated",
+    )
     assert proc.returncode == 1
     assert "(clause 7.3)" in proc.stdout and "t of token 0: got " in proc.stdout
     assert "accumulated check of 100 rows: got " in proc.stdout
 
 
 def test_a_conformant_implementation_passes(tmp_path: Path) -> None:
-    proc = pytest_run(tmp_path, "--dyadic24-impl", "mymod:propose", "--dyadic24-examples", "10",
-                      "--dyadic24-accumulated", "100")  # fmt: skip
+    proc = pytest_run(
+        tmp_path,
+        "--dyadic24-impl",
+        "mymod:propose",
+        "--dyadic24-examples",
+        "10",
+        "--dyadic24-accumulated",
+        "100",
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout
 

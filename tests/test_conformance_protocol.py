@@ -15,13 +15,25 @@ REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 EXAMPLE = f"{PY} -m dyadic24.conformance.examples.jsonl_fast"
 HELLO = '{"protocol": "dyadic24-jsonl-1", "semanticId": "dyadic24-floor-first-v1", "trace": false}'
-HELLO1 = json.dumps({"protocol": "dyadic24-jsonl-1", "minor": 1, "semanticId": "dyadic24-floor-first-v1", "trace": False})
+HELLO1 = json.dumps(
+    {"protocol": "dyadic24-jsonl-1", "minor": 1, "semanticId": "dyadic24-floor-first-v1", "trace": False}
+)
 
 
 def run(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-    return subprocess.run([PY, "-m", "dyadic24", "conform", *args, "--no-progress"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+    }
+    return subprocess.run(
+        [PY, "-m", "dyadic24", "conform", *args, "--no-progress"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def program(tmp_path: Path, body: str) -> str:
@@ -34,12 +46,17 @@ def test_example_program_minor_1_is_conformant(tmp_path: Path) -> None:
     """Frames, binary16 and bfloat16 forms, invalid calls, traces: the whole minor version 1."""
     proc = run("--cmd", EXAMPLE, "--json", str(tmp_path / "r.json"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
-    assert "JSON-lines dyadic24-jsonl-1.1, implementation 'fast reference (jsonl_fast example)'" in proc.stdout
+    assert (
+        "JSON-lines dyadic24-jsonl-1.1, implementation 'fast reference (jsonl_fast example)'" in proc.stdout
+    )
     impl = json.loads((tmp_path / "r.json").read_text())["implementations"][0]
     assert impl["verdict"] == "CONFORMANT" and impl["formats"] == ["binary32", "binary16", "bfloat16"]
     fmts = {v["format"] for v in impl["vectors"]}
     assert fmts == {"binary32", "binary16", "bfloat16"}
-    assert impl["vectors_traced"] == impl["vectors_run"] and impl["invalid"]["passed"] == impl["invalid"]["cases"]
+    assert (
+        impl["vectors_traced"] == impl["vectors_run"]
+        and impl["invalid"]["passed"] == impl["invalid"]["cases"]
+    )
 
 
 def test_example_program_minor_0_gets_a_reduced_run() -> None:
@@ -51,7 +68,15 @@ def test_example_program_minor_0_gets_a_reduced_run() -> None:
 
 
 def test_a_mutant_behind_the_protocol_names_its_clause() -> None:
-    proc = run("--cmd", f"{EXAMPLE} --mutant exp2_log2e", "--vectors", "allocation", "--no-fuzz", "--accumulated", "0")
+    proc = run(
+        "--cmd",
+        f"{EXAMPLE} --mutant exp2_log2e",
+        "--vectors",
+        "allocation",
+        "--no-fuzz",
+        "--accumulated",
+        "0",
+    )
     assert proc.returncode == 1 and "(clause 5.3)" in proc.stdout and "e of token" in proc.stdout
 
 
@@ -95,7 +120,7 @@ def test_a_malformed_response_is_quoted(tmp_path: Path) -> None:
     body = (
         f"import sys\nprint({HELLO!r}, flush=True)\n"
         "for line in sys.stdin:\n"
-        "    print('{\"id\": 1, \"status\": [0], oops this is not json', flush=True)\n"
+        '    print(\'{"id": 1, "status": [0], oops this is not json\', flush=True)\n'
     )
     proc = run("--cmd", program(tmp_path, body), "--vectors", "tree", "--no-fuzz", "--accumulated", "0")
     assert proc.returncode == 1
@@ -107,7 +132,17 @@ def test_error_responses_fail_calls(tmp_path: Path) -> None:
         f"import json, sys\nprint({HELLO!r}, flush=True)\n"
         "for line in sys.stdin:\n"
         "    rid = json.loads(line)['id']\n"
-        "    print(json.dumps({'id': rid, 'error': {'argument': 'logits', 'message': 'V too large'}}), flush=True)\n"
+        "    err = {'argument': 'logits', 'message': 'V too large'}\n"
+        "    print(json.dumps({'id': rid, 'error': err}), flush=True)\n"
     )
-    proc = run("--cmd", program(tmp_path, body), "--no-vectors", "--examples", "10", "--accumulated", "0", "--no-shrink")
+    proc = run(
+        "--cmd",
+        program(tmp_path, body),
+        "--no-vectors",
+        "--examples",
+        "10",
+        "--accumulated",
+        "0",
+        "--no-shrink",
+    )
     assert proc.returncode == 1 and "error on argument 'logits': V too large" in proc.stdout

@@ -54,10 +54,20 @@ def make_vector(
     assert want.trace is not None
     plain = Proposal(want.status, want.token, want.ids, want.tickets)
     return GoldenVector(
-        file="golden_test.json", tc_id=tc_id, comment="hand-made", flags=flags, clauses=clauses,
-        logits=x, temperature=t, seed=seed, round=rnd, position=pos, tau_bits=tau_bits,
-        expected=plain, expected_trace=[r.as_json() for r in want.trace],
-    )  # fmt: skip
+        file="golden_test.json",
+        tc_id=tc_id,
+        comment="hand-made",
+        flags=flags,
+        clauses=clauses,
+        logits=x,
+        temperature=t,
+        seed=seed,
+        round=rnd,
+        position=pos,
+        tau_bits=tau_bits,
+        expected=plain,
+        expected_trace=[r.as_json() for r in want.trace],
+    )
 
 
 # e over many binades: the binary64 sums round, so the summation order shows in S (clause 6.2).
@@ -241,13 +251,17 @@ def test_16_bit_requests_widen_exactly() -> None:
     """Clause 1.2: binary16 and bfloat16 rows travel as 16-bit words and widen to the same binary32."""
     narrow = np.array([[0x3C00, 0x8000, 0x0001, 0x7C00]], dtype=np.uint16)  # 1, -0, least subnormal, +inf
     for fmt in ("binary16", "bfloat16"):
-        inputs = CallInputs(jsonl.widen16(narrow, fmt), np.ones(1, np.float32), *(np.zeros(1, np.uint64),) * 3, 0x3F800000)
+        inputs = CallInputs(
+            jsonl.widen16(narrow, fmt), np.ones(1, np.float32), *(np.zeros(1, np.uint64),) * 3, 0x3F800000
+        )
         for frame in (False, True):
             line, payload = jsonl.encode_request(1, jsonl.Call(inputs, fmt, narrow), False, frame=frame)
             req = jsonl.decode_request(line, payload or None)
             assert req.call is not None and req.call.fmt == fmt
             assert np.array_equal(req.call.inputs.logits.view(np.uint32), inputs.logits.view(np.uint32))
-    assert jsonl.widen16(narrow, "binary16").view(np.uint32).tolist() == [[0x3F800000, 0x80000000, 0x33800000, 0x7F800000]]
+    assert jsonl.widen16(narrow, "binary16").view(np.uint32).tolist() == [
+        [0x3F800000, 0x80000000, 0x33800000, 0x7F800000]
+    ]
     assert jsonl.widen16(narrow, "bfloat16").view(np.uint32).tolist()[0][0] == 0x3C000000
 
 
@@ -292,9 +306,14 @@ def test_reports_render(tmp_path: Path) -> None:
         "REDUCED vectors 4/4 invalid 0/0 accumulated 0/0 fuzz 0/0 rows 0 (reduced run, not checked:"
         " accumulated check, fuzz, golden vectors, invalid calls)"
     )
-    assert summary_line(good).startswith(f"dyadic24-floor-first-v1 spec-sha256:{'a' * 64} vectors-sha256:{'b' * 64}")
+    assert summary_line(good).startswith(
+        f"dyadic24-floor-first-v1 spec-sha256:{'a' * 64} vectors-sha256:{'b' * 64}"
+    )
     assert "NON-CONFORMANT vectors 3/4" in summary_line(bad)
-    notes = {"batch": {"text": "a note", "clauses": ["2.4"]}, "nan": {"text": "unrelated", "clauses": ["2.1"]}}
+    notes = {
+        "batch": {"text": "a note", "clauses": ["2.4"]},
+        "nan": {"text": "unrelated", "clauses": ["2.1"]},
+    }
     text = render_text(bad, flag_notes=notes)
     assert "clause 2.4" in text and "[batch] a note" in text
     assert "[nan]" not in text  # the flag does not bear on clause 2.4, where the vector diverged

@@ -11,7 +11,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,14 +27,23 @@ PY = sys.executable
 def site(tmp_path: Path) -> Path:
     """An installed-like copy of the package: <tmp>/lib/site-packages/dyadic24 (symlinks resolved)."""
     root = tmp_path / "lib" / "site-packages"
-    shutil.copytree(REPO / "dyadic24", root / "dyadic24", ignore=shutil.ignore_patterns("__pycache__", "reports"))
+    shutil.copytree(
+        REPO / "dyadic24", root / "dyadic24", ignore=shutil.ignore_patterns("__pycache__", "reports")
+    )
     return root
 
 
 def run(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(site)}
-    return subprocess.run([PY, "-m", "dyadic24", *args], cwd=site.parent, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
+    return subprocess.run(
+        [PY, "-m", "dyadic24", *args],
+        cwd=site.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def data(site: Path) -> Path:
@@ -55,7 +66,9 @@ def test_the_committed_files_are_the_pinned_release() -> None:
 
 def test_the_copy_runs(site: Path) -> None:
     proc = run(site, "cite")
-    assert proc.returncode == 0 and proc.stdout.startswith("dyadic24-floor-first-v1 spec-sha256:"), proc.stderr
+    assert proc.returncode == 0 and proc.stdout.startswith("dyadic24-floor-first-v1 spec-sha256:"), (
+        proc.stderr
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))
@@ -142,9 +155,9 @@ def test_schema_checker_agrees_with_jsonschema_on_broken_copies() -> None:
     from dyadic24.vectors.cli import _validator
 
     schema = json.loads((REPO / "vectors" / "schema.json").read_text())
-    reference = jsonschema.Draft202012Validator(schema)
+    reference: Any = jsonschema.Draft202012Validator(schema)
     doc = store.load_file(store.DATA_DIR / "golden_order.json")
-    edits = [
+    edits: list[Callable[[Any], Any]] = [
         lambda d: d["testGroups"][0].__setitem__("tauBits", "xyz"),
         lambda d: d["testGroups"][0]["tests"][0]["logits"][0].__setitem__(0, 1.5),
         lambda d: d["testGroups"][0]["tests"][0].__setitem__("extra", 1),
