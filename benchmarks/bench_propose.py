@@ -35,13 +35,13 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from peers import Peers
+from peers import Peers, _empty_kernel  # noqa: F401 (floor_probe launches it)
 
 from dyadic24.kernels import propose as kp
 
 DEPTH = 5
 TAU = 0.7
-OURS = ("dyadic24-sampled", "dyadic24-greedy")
+OURS = ("dyadic24-sampled", "dyadic24-greedy", "dyadic24-tile-stage", "dyadic24-merge-stage")
 SAMPLERS = (
     "torch-topk-softmax-multinomial",
     "torch-race",
@@ -78,6 +78,7 @@ class Case:
         self.outs = [kp.make_outputs(batch, device) for _ in range(DEPTH)]
         self.ws = kp.make_workspace(batch, vocab, device)
         self.peers = Peers(batch, vocab, dtype, TAU, DEPTH, device)
+        self.dummy = self.peers.dummy
 
     def kernel(self, temp: torch.Tensor) -> Callable[[list[torch.Tensor]], None]:
         def run(bufs: list[torch.Tensor]) -> None:
@@ -179,6 +180,7 @@ def main() -> int:
     ap.add_argument("--vocabs", help="comma-separated vocabulary sizes (default 163840,81920,262144)")
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--commit", help="the commit whose tree is measured (default: git rev-parse HEAD)")
+    ap.add_argument("--stages", action="store_true", help="also the tile kernel alone and the merge alone")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     info = versions()
@@ -199,7 +201,7 @@ def main() -> int:
         for dname in args.dtypes.split(","):
             for batch in batches:
                 case = Case(dtypes[dname], vocab, batch, l2)
-                for name, body in case.bodies().items():
+                for name, body in case.bodies(args.stages).items():
                     if wanted is not None and name not in wanted:
                         continue
                     try:

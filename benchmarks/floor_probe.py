@@ -1,4 +1,5 @@
-"""How far below the current B = 1-4 times any design of this rule could go on this GPU (issue 5).
+"""How far below the current B = 1-4 times any design of this rule could go on this GPU (DESIGN.md
+"Floors and where the time goes").
 
 The 25 us goal at depth 5 leaves (25 - launch floor) / 5 us of GPU time per position. This script
 measures, in one process and with bench_propose's method (CUDA-graph replays of depth 5, median, the
@@ -11,8 +12,9 @@ logits rotated beyond twice the L2), what of that budget the unavoidable parts t
 - skeleton-1L-last: one launch; the program that arrives last (acq_rel counter) reduces them;
 - dyadic24-sampled / -greedy: the default plans;
 - dyadic24-tile-stage: the default plan's tile kernel alone (five launches);
-- dyadic24-finish-stage: the finish (clauses 2.1, 3.3-9) alone, from a C the merge left, as the
-  three-launch plan's one-warp finish kernel (five launches, B programs);
+- dyadic24-merge-stage: the default plan's merge kernel alone (the merge and the finish, clauses 2.1,
+  3.2-9; five launches, B programs), from the candidates a tile launch left, without polling (a
+  polling merge alone would wait for words of its next epoch);
 - exchange chains: one warp doing N dependent lane exchanges (tl.gather at lane ^ m, the finish's
   butterflies) of int32 / binary64 words with an add; four or eight warps doing N dependent
   program-wide maxima; eight warps doing N dependent tl.topk(32) of 256 int64 keys (the merge's
@@ -34,7 +36,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -43,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_propose
-from bench_propose import DEPTH, TAU, Case, time_graphs, versions
+from bench_propose import DEPTH, Case, time_graphs, versions
 
 from dyadic24.kernels import propose as kp
 
@@ -155,41 +156,6 @@ def skeletons(case: Case, tile: int) -> dict[str, Callable[[list[torch.Tensor]],
     return {f"skeleton-read{tag}": read, f"skeleton-2L{tag}": two, f"skeleton-1L-last{tag}": last}
 
 
-def dyadic_stages(case: Case) -> dict[str, Callable[[list[torch.Tensor]], None]]:
-    """The default plan's tile kernel alone, and the three-launch plan's finish kernel alone."""
-    b, v = case.batch, case.vocab
-    tab = kp.prepare("cuda")
-    tau_bits = int(np.float32(TAU).view(np.uint32))
-    temp = case.t_sampled
-    plans = {
-        "tile": kp.Plan.for_shape(b, v),
-        "finish": kp.Plan.for_shape(b, v, fused=False, split_finish=True),
-    }
-    spaces = {
-        k: kp.make_workspace(b, v, "cuda", p.tile, cap=p.scratch_width, mcap=p.mcap) for k, p in plans.items()
-    }
-    # a full run of the three-launch plan leaves C and the flag word in its workspace for the finish
-    kp.propose(case.sets[0][0], temp, case.seed, case.round, case.positions[0], tau=TAU, out=case.outs[0],
-               workspace=spaces["finish"], plan=plans["finish"])  # fmt: skip
-
-    def common(p: int, ws: kp.Workspace) -> tuple[Any, ...]:
-        o = case.outs[p]
-        return (temp.view(torch.int32), case.seed, case.round, case.positions[p], tab.z, tab.e,
-                o[0], o[1], o[2], o[3], ws.flags)  # fmt: skip
-
-    def stage(name: str) -> Callable[[list[torch.Tensor]], None]:
-        plan, ws = plans[name], spaces[name]
-
-        def run(bufs: list[torch.Tensor]) -> None:
-            for p in range(DEPTH):
-                bits = bufs[p].view(torch.int32)
-                kp.launch(plan, bits, ws, common(p, ws), tau_bits, tab, trace=False, src=0, stages=(name,))
-
-        return run
-
-    return {"dyadic24-tile-stage": stage("tile"), "dyadic24-finish-stage": stage("finish")}
-
-
 def chains(replays: int) -> list[dict[str, Any]]:
     """ns per dependent step: (time at CHAIN_STEPS - time at 0) / (DEPTH * CHAIN_STEPS), in graphs of
     DEPTH launches of one program."""
@@ -227,7 +193,8 @@ def chains(replays: int) -> list[dict[str, Any]]:
 
 def warm(seconds: float) -> None:
     """Matrix products until ``seconds`` have passed: the first timings of a process otherwise catch
-    the GPU coming out of idle (session 14's first run: a launch floor of 16.8 us at B = 1, 10.3 after)."""
+    the GPU coming out of idle (a first run's launch floor of 16.8 us at B = 1, 10.3 after; DESIGN.md
+    "Measurement method")."""
     a = torch.randn(4096, 4096, device="cuda")
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
@@ -267,10 +234,10 @@ def main() -> int:
             bodies.update(skeletons(case, tile))
         bodies["dyadic24-sampled"] = case.kernel(case.t_sampled)
         bodies["dyadic24-greedy"] = case.kernel(case.t_greedy)
-        bodies.update(dyadic_stages(case))
+        bodies.update(case.stages())
         # rounds, each with its own launch floor: the floor drifts by several us within a process
-        # (session 14: 10.3 to 17.5 us for the same graph), so each time is also taken against the
-        # floor timed just before it
+        # (DESIGN.md "Measurement method"), so each time is also taken against the floor timed just
+        # before it
         for rnd in range(args.rounds):
             floor_us = 0.0
             for name, body in bodies.items():

@@ -1,5 +1,5 @@
 """Workload for Nsight Compute: a few proposal calls per shape, so that ncu can report each kernel's
-duration, instruction count, registers and warp stall reasons (benchmarks/NOTES.md, issue 5).
+duration, instruction count, registers and warp stall reasons (benchmarks/DESIGN.md "Measurement method").
 
 Usage on the GPU:
   ncu --clock-control none --kernel-name regex:"tile_kernel|merge_kernel" --section ... \\

@@ -3,11 +3,12 @@ instructions by source line, from sm_90 cubins compiled on the CPU (no GPU neede
 
     TRITON_INTERPRET=0 python benchmarks/sass_census.py [--lines 30]
 
-The plan is the default one for V = 163,840 (two launches, so the tile kernel alone); V and the
-pointers are marked 16-divisible as a launch on such a vocabulary specialises them, so the layouts
-match the GPU's. Straight-line code dominates both kernels, so static counts of the common path track
-the dynamic instructions per warp that Nsight Compute reports (benchmarks/NOTES.md, items 10-11);
-fallback paths are included, so totals overstate the common path.
+The variants are aot_check's default ones for B = 1, V = 163,840 (tile/src0, merge/src0: the default
+plan as an H200 derives it); V and the pointers are marked 16-divisible as a launch on such a
+vocabulary specialises them, so the layouts match the GPU's. Straight-line code dominates both
+kernels, so static counts of the common path track the dynamic instructions per warp that Nsight
+Compute reports (DESIGN.md "Measurement method"); fallback paths are included, so totals overstate the
+common path.
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ from pathlib import Path
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dyadic24.kernels import aot_check, propose_jit
-from dyadic24.kernels import propose as kp
+from dyadic24.kernels import aot_check, merge_jit, tile_jit
+
+KERNELS = {"tile_kernel": tile_jit.tile_kernel, "merge_kernel": merge_jit.merge_kernel}
 
 
 def census(kernel: str, name: str, lines: int) -> None:
-    for kname, vname, sig, consts in aot_check._variants(False):
+    for kname, vname, sig, consts, options in aot_check._variants(False):
         if (kname, vname) != (kernel, name):
             continue
-        compiled = aot_check.compile_aligned(getattr(propose_jit, kernel), sig, consts, kp.NUM_WARPS)
+        compiled = aot_check.compile_variant(KERNELS[kernel], sig, consts, options)
         sass = aot_check.cubin_tool(compiled, "nvdisasm", "-g", "-c") or ""
         usage = aot_check.cubin_tool(compiled, "cuobjdump", "-res-usage") or ""
         where = ("?", 0)

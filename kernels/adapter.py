@@ -72,6 +72,25 @@ def propose(
     return Proposal(status=out_status, token=out_token, ids=out_ids, tickets=out_tickets, trace=rows)
 
 
+def exp32(z_bits: Any) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """The kernel's exp routine (exp_jit.exp_binary32, the one the proposal calls; clause 5.3) on binary32
+    patterns: uint32 z in, uint32 RN32(exp z) out, on the kernel device (`conform --exp-sweep`)."""
+    from dyadic24.kernels import exp_sweep_jit
+    from dyadic24.kernels.propose import prepare
+
+    device = kernel_device()
+    tab = prepare(device)
+    z = torch.from_numpy(np.ascontiguousarray(z_bits, dtype=np.uint32).view(np.int32)).to(device)
+    out = torch.empty_like(z)
+    n = int(z.numel())
+    block = 1024
+    if n:
+        exp_sweep_jit.exp_kernel[(-(-n // block),)](
+            z, out, n, tab.z, tab.e, tab.size, TAB_ITERS=tab.iterations, BLOCK=block
+        )
+    return out.cpu().numpy().view(np.uint32)
+
+
 def _np(value: Any) -> Any:
     """torch tensors to numpy (uint64 via int64 bit patterns); anything else unchanged."""
     if isinstance(value, torch.Tensor):
@@ -80,3 +99,8 @@ def _np(value: Any) -> Any:
             return t.view(torch.int64).numpy().view(np.uint64)
         return t.numpy()
     return value
+
+
+# The adapter takes bfloat16 logits too (as torch tensors: numpy has none), so the runner sends the
+# golden vectors' bfloat16 forms and bulk calls in bfloat16 to it (clause 12.2).
+propose.logit_formats = ("binary32", "binary16", "bfloat16")  # type: ignore[attr-defined]

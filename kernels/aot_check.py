@@ -3,18 +3,21 @@
     TRITON_INTERPRET=0 python -m dyadic24.kernels.aot_check [--arch 90] [--all] [--json FILE]
 
 Triton's front end, its NVIDIA passes and ptxas all run on the CPU, so this catches compile errors that
-the interpreter cannot see, and it audits the floating-point instructions of the generated PTX (by
-default the variants the default plans launch and the trace's merge; --all adds the other dtypes'
-and top-k methods' variants and the option forms: the fused tile, the split merge, finish_kernel):
-the selection kernels (tile_kernel, merge_kernel with SPLIT) have none; the finishing kernels
-(merge_kernel, finish_kernel, tile_kernel with FUSED) use only the kinds listed in MERGE_ALLOWED, no
-flush-to-zero form but libdevice's abs.ftz.f32, and a fixed recipe: clause 5 as a binary64 (or, in
-the hardware path of clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec B.6) subtraction,
-IEEE binary64 divisions (5.2, 7.1) and libdevice exps (14 fma + 1 mul each), one exact product
-p * 2^24 per truncating conversion (7.2), and at least 5 binary64 additions (the clause-6.2 tree,
-a butterfly: each lane adds its node's partner at each of the 5 levels):
-so no product of the rule was contracted into an fma and no approximate instruction (div.full /
-div.approx / rcp.approx / ex2.approx) appears anywhere. The remaining binary32 compares come from
+the interpreter cannot see, and it audits the floating-point instructions of the generated PTX. The
+variants are those the default plans launch on an H200 (propose.tile_options / merge_options of the
+plan as a GPU derives it: the bitonic ordering, the polling merge; pointers and V specialised as a
+launch on a vocabulary that is a multiple of 16 specialises them); by default the binary32 tile
+kernels of both tile sizes and the three logit formats' small tiles, and the binary32 merge with and
+without trace; --all adds the other formats' merges and big tiles, the traced tile, and the shapes
+whose merge does not poll (more than 64 tiles), has no pool (more than 128) or one tile. The tile
+kernel has no floating-point instruction; the merge kernel uses only the kinds listed in
+MERGE_ALLOWED, no flush-to-zero form but libdevice's abs.ftz.f32, and a fixed recipe: clause 5 as
+a binary64 (or, in the hardware path of clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec
+B.6) subtraction, IEEE binary64 divisions (5.2, 7.1) and libdevice exps (14 fma + 1 mul each), one
+exact product p * 2^24 per truncating conversion (7.2), and at least 5 binary64 additions (the
+clause-6.2 tree, a butterfly: each lane adds its node's partner at each of the 5 levels): so no
+product of the rule was contracted into an fma and no approximate instruction (div.full / div.approx
+/ rcp.approx / ex2.approx) appears anywhere. The remaining binary32 compares come from
 libdevice's binary64 exp, which tests the high word of its argument as a float (harmless for |z| >=
 2^-149; the exhaustive sweep covers it), and from comparisons of z that LLVM narrows to binary32
 (exact: z is a binary32 value).
@@ -49,10 +52,10 @@ APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "
 
 
 # Tile variants whose sm_90 SASS must issue every 16-byte logits load of a thread before the first
-# use of any of them (propose_jit._tile_bits; compiled with the JIT's alignment facts, so that the
-# loads are 16-byte ones). Session 6 found ptxas issuing six of a 4-warp program's eight and the
-# other two after the first data had arrived: three DRAM round trips per tile instead of one.
-LOAD_BATCH_AUDIT = ("tile/src0/fused", "tile/src0", "tile/src0/big")
+# use of any of them (tile_jit._tile_bits): without it ptxas issued some of a thread's loads only
+# after the first ones' data had arrived, DRAM round trips in a row (DESIGN.md "Tile selection").
+LOAD_BATCH_AUDIT = ("tile/src0", "tile/src0/big")
+SMS = 132  # an H200's SMs: the stagger's slots in the compiled variants
 
 
 def batched_wide_loads(sass: str) -> int:
@@ -78,16 +81,23 @@ def batched_wide_loads(sass: str) -> int:
     return count
 
 
-def compile_aligned(fn: Any, signature: dict[str, str], constexprs: dict[str, Any], num_warps: int,
+def compile_variant(fn: Any, signature: dict[str, str], constexprs: dict[str, Any], options: dict[str, Any],
                     arch: int = 90) -> Any:  # fmt: skip
-    """Compile as the JIT specialises a launch on a vocabulary that is a multiple of 16: the pointers
-    and V marked 16-divisible, so the layouts and the 16-byte loads are the GPU's."""
+    """Compile as the JIT specialises a launch with 16-byte aligned tensors on a vocabulary that is a
+    multiple of 16: the pointers and the specialised integers (those not in the kernel's
+    do_not_specialize, V of the tile kernel) marked 16-divisible, so the layouts and the 16-byte loads
+    are the GPU's. ``options``: num_warps, maxnreg, launch_pdl."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     full = {**signature, **{k: "constexpr" for k in constexprs if k not in signature}}
-    aligned = [i for i, n in enumerate(full) if full[n].startswith("*") or n == "V"]
+    params = {p.name: p for p in fn.params}
+    aligned = [
+        i
+        for i, n in enumerate(full)
+        if full[n].startswith("*") or (full[n] == "i32" and not params[n].do_not_specialize)
+    ]
     return triton.compile(
         ASTSource(
             fn=fn,
@@ -96,7 +106,7 @@ def compile_aligned(fn: Any, signature: dict[str, str], constexprs: dict[str, An
             attrs={(i,): [["tt.divisibility", 16]] for i in aligned},
         ),
         target=GPUTarget("cuda", arch, 32),
-        options={"num_warps": num_warps},
+        options=options,
     )
 
 
@@ -161,102 +171,77 @@ def audit_merge(name: str, ops: Counter[str], exact_counts: bool) -> list[str]:
     return problems
 
 
-def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str, Any]]]:
+def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str, Any], dict[str, Any]]]:
+    """(kernel, name, signature, constexprs, options) of the compiled variants (module docstring)."""
+    from dataclasses import replace
+
     from dyadic24.kernels import propose as kp
 
-    out: list[tuple[str, str, dict[str, str], dict[str, Any]]] = []
-    srcs = ((0, "*i32"), (1, "*i16"), (2, "*i16"))
+    def h200(batch: int, vocab: int) -> Any:
+        """The default plan as an H200 derives it (the CPU compiling here has no GPU)."""
+        return replace(kp.Plan.for_shape(batch, vocab), by_count=False, pdl=True, poll=True)
+
+    def split(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        keys = ("num_warps", "maxnreg", "launch_pdl")
+        launch: dict[str, Any] = {k: options.pop(k) for k in keys if k in options}
+        return options, launch
+
+    ptrs = {0: "*i32", 1: "*i16", 2: "*i16"}
     common = {
         "temp_ptr": "*i32", "seed_ptr": "*i64", "round_ptr": "*i64", "pos_ptr": "*i64",
         "tab_z_ptr": "*i64", "tab_e_ptr": "*i64", "status_ptr": "*i32", "token_ptr": "*i32",
         "ids_ptr": "*i32", "tickets_ptr": "*i32",
     }  # fmt: skip
-    # the merge's pool as the default plan makes it for the benchmark's vocabulary (40 tiles)
-    bench_plan = kp.Plan.for_shape(1, 163_840)
-    pool_t, pool_k = bench_plan.pool_shape
-    pool = {"MPOOL_T": pool_t, "MPOOL_K": pool_k, "MPOOL_PAIRS": bench_plan.pool_folds}
-    no_pool = {"MPOOL_T": 0, "MPOOL_K": 0, "MPOOL_PAIRS": 0}
-    sizes = {"POOL": kp.POOL, "MCAP": kp.MCAP, "CHUNK": kp.CHUNK, "FCHUNK": kp.FLAG_CHUNK, "TAB_ITERS": 6}
-    # (threshold, tl.topk) methods: the default, and the extraction paths
-    methods = ((True, False), (False, False), (False, True)) if everything else ((True, False),)
-    for src, ptr in srcs:
-        # the fused form (an option since session 9) with --all only: its tile variants are the slowest
-        # to compile (34 s of the default's 124 s on CI's 2 cores)
-        for fused in (True, False) if everything else (False,):
-            for trace in (False, True) if (fused and everything) else (False,):
-                for threshold, topk in methods:
-                    sig = {
-                        "logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",
-                        "mscratch_ptr": "*i64", "counter_ptr": "*i32", **common,
-                        "trace_ptr": "*i64" if trace else "*i32",
-                        "V": "i32", "n_tiles": "i32", "tau_bits": "i32", "tab_n": "i32",
-                    }  # fmt: skip
-                    consts = {
-                        "TILE": kp.TILE, "GROUPS": kp.GROUPS, "CAP": kp.CAP, **sizes, "TRACE": trace,
-                        "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold, "FUSED": fused,
-                        "GREEDY_FAST": kp.GREEDY_FAST,
-                        "EARLY_DRAW": kp.FUSED_EARLY_DRAW if fused else kp.EARLY_DRAW,
-                        "FAST": kp.FAST_TILE and threshold, "NT": 32 * kp.NUM_WARPS, "FCAP": kp.FCAP,
-                        "BY_COUNT": False, "WARP_BOUND": kp.WARP_BOUND, **pool,
-                        "RETRY": kp.BOUND_RETRY and fused,
-                        "TAGGED": (fused or kp.MERGE_POLL) and threshold and kp.TAGGED_ARRIVAL,
-                        "STALE_FIRST": 0, "PDL": not fused and kp.PDL_MERGE,
-                        "STAGGER": 0, "SLOTS": 1, "WAVE": kp.STAGGER_WAVE,
-                    }  # fmt: skip
-                    name = (
-                        f"tile/src{src}{'/fused' if fused else ''}{'/trace' if trace else ''}"
-                        f"{'' if threshold else '/extract'}{'/tl.topk' if topk else ''}"
-                    )
-                    out.append(("tile_kernel", name, sig, consts))
-                    if not fused and threshold and not trace and src == 0:  # the default's stagger
-                        sms = 132  # (an H200's)
-                        stagger = {**consts, "STAGGER": kp.stagger_ns(sms, kp.TILE, 4), "SLOTS": sms}
-                        out.append(("tile_kernel", f"{name}/stagger", sig, stagger))
-                        # the default from BIG_TILE_PROGRAMS programs on: two halves, its own stagger
-                        big_plan = kp.Plan.for_shape(64, 163_840)
-                        big = {**consts, "TILE": big_plan.tile, "SLOTS": sms, "WAVE": big_plan.stagger_wave,
-                               "STAGGER": kp.stagger_ns(sms, big_plan.tile, 4)}  # fmt: skip
-                        out.append(("tile_kernel", f"{name}/big", sig, big))
-                    if fused and threshold and not trace and everything:  # the 8-warp plan option
-                        wide = {**consts, "NT": 32 * kp.WIDE_WARPS}
-                        out.append(("tile_kernel", f"{name}/w{kp.WIDE_WARPS}", sig, wide))
-    for src, ptr in srcs if everything else srcs[:1]:
-        for trace in (False, True):
-            for threshold, topk in methods:
-                sig = {
-                    "logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i32", "mscratch_ptr": "*i64",
-                    "best_ptr": "*i64", "counter_ptr": "*i32", **common,
-                    "trace_ptr": "*i64" if trace else "*i32",
-                    "V": "i32", "n_tiles": "i32", "tau_bits": "i32", "tab_n": "i32",
-                }  # fmt: skip
-                for split in (False, True) if (threshold and everything) else (False,):  # (an option)
-                    poll = kp.MERGE_POLL and kp.TAGGED_ARRIVAL and threshold and not split
-                    consts = {
-                        **sizes, "TRACE": trace, "SRC": src, "USE_TL_TOPK": topk, "THRESHOLD": threshold,
-                        "GREEDY_FAST": kp.GREEDY_FAST, "SPLIT": split,
-                        "BY_COUNT": False, **(pool if threshold else no_pool), "TILE": kp.TILE,
-                        # the default two-launch merge polls tagged words (as the fused form, whose
-                        # early draw it takes) and is a programmatic dependent launch
-                        "EARLY_DRAW": kp.FUSED_EARLY_DRAW if poll else kp.EARLY_DRAW,
-                        "PDL": kp.PDL_MERGE and not split, "TAGGED": poll, "STALE_FIRST": 0,
-                    }  # fmt: skip
-                    name = (
-                        f"merge/src{src}{'/trace' if trace else ''}{'/split' if split else ''}"
-                        f"{'' if threshold else '/extract'}{'/tl.topk' if topk else ''}"
-                    )
-                    out.append(("merge_kernel", name, sig, consts))
-        for trace in (False, True) if everything else ():  # (split_finish's kernel: an option)
-            sig = {
-                "logits_ptr": ptr, "best_ptr": "*i64", **common, "trace_ptr": "*i64" if trace else "*i32",
-                "V": "i32", "tau_bits": "i32", "tab_n": "i32", "unit": "i32",
-            }  # fmt: skip
-            consts = {"TAB_ITERS": 6, "TRACE": trace, "SRC": src, "EARLY_DRAW": kp.EARLY_DRAW}
-            out.append(("finish_kernel", f"finish/src{src}{'/trace' if trace else ''}", sig, consts))
+    out: list[tuple[str, str, dict[str, str], dict[str, Any], dict[str, Any]]] = []
+    # (logits format, name suffix, shape, trace). B = 1 at V = 163,840: 40 tiles of 4,096, one SM slot,
+    # tagged; B = 64: tiles of 8,192 at 128 registers, staggered; B = 3 at V = 200,000: 147 tiles of
+    # 4,096, staggered; V = 300,000: 74 tiles, untagged; V = 2,000,000: 245 tiles of 8,192, no pool;
+    # V = 4,096: one tile
+    default, big, staggered = (1, 163_840), (64, 163_840), (3, 200_000)
+    tiles = [(0, "", default, False), (0, "/big", big, False), (0, "/stagger", staggered, False),
+             (1, "", default, False), (2, "", default, False)]  # fmt: skip
+    merges = [(0, "", default, trace) for trace in (False, True)]
+    if everything:
+        tiles += [(1, "/big", big, False), (2, "/big", big, False), (0, "/untagged", (1, 300_000), False),
+                  (0, "/trace", default, True)]  # fmt: skip
+        merges += [(src, "", default, trace) for src in (1, 2) for trace in (False, True)]
+        merges += [
+            (0, suffix, shape, trace)
+            for trace in (False, True)
+            for suffix, shape in (
+                ("/big", big),
+                ("/untagged", (1, 300_000)),
+                ("/no-pool", (1, 2_000_000)),
+                ("/one-tile", (1, 4096)),
+            )
+        ]
+    for src, suffix, (batch, vocab), trace in tiles:
+        plan = h200(batch, vocab)
+        stagger = kp.stagger_ns(SMS, plan.tile, 4 if src == 0 else 2) if batch * plan.n_tiles > SMS else 0
+        sig = {
+            "logits_ptr": ptrs[src], "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",
+            "counter_ptr": "*i32", "temp_ptr": "*i32", "V": "i32", "n_tiles": "i32",
+        }  # fmt: skip
+        consts, launch = split(
+            kp.tile_options(plan, src=src, trace=trace, pdl=True, stagger=stagger, slots=SMS)
+        )
+        out.append(("tile_kernel", f"tile/src{src}{suffix}", sig, consts, launch))
+    for src, suffix, (batch, vocab), trace in merges:
+        plan = h200(batch, vocab)
+        sig = {
+            "logits_ptr": ptrs[src], "cand_ptr": "*i64", "flags_ptr": "*i32", "mscratch_ptr": "*i64",
+            "counter_ptr": "*i32", **common, "trace_ptr": "*i64" if trace else "*i32",
+            "V": "i32", "n_tiles": "i32", "tau_bits": "i32", "tab_n": "i32",
+        }  # fmt: skip
+        consts, launch = split(kp.merge_options(plan, src=src, trace=trace, tab_iterations=6, pdl=True))
+        out.append(
+            ("merge_kernel", f"merge/src{src}{suffix}{'/trace' if trace else ''}", sig, consts, launch)
+        )
     sweep_sig = {
         "start": "u32", "count": "i32", "tab_z_ptr": "*i64", "tab_e_ptr": "*i64", "tab_n": "i32",
         "r_ptr": "*i32", "code_ptr": "*i8",
     }  # fmt: skip
-    out.append(("sweep_kernel", "exp_sweep", sweep_sig, {"TAB_ITERS": 6, "BLOCK": 1024}))
+    out.append(("sweep_kernel", "exp_sweep", sweep_sig, {"TAB_ITERS": 6, "BLOCK": 1024}, {"num_warps": 4}))
     return out
 
 
@@ -266,36 +251,20 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         raise RuntimeError("aot_check needs TRITON_INTERPRET unset or 0")
     os.environ["TRITON_INTERPRET"] = "0"  # keep dyadic24.kernels.backend from choosing the interpreter
     import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
 
-    from dyadic24.kernels import exp_sweep_jit, propose_jit
-    from dyadic24.kernels import propose as kp
+    from dyadic24.kernels import exp_sweep_jit, merge_jit, tile_jit
 
     kernels = {
-        "tile_kernel": propose_jit.tile_kernel,
-        "merge_kernel": propose_jit.merge_kernel,
-        "finish_kernel": propose_jit.finish_kernel,
+        "tile_kernel": tile_jit.tile_kernel,
+        "merge_kernel": merge_jit.merge_kernel,
         "sweep_kernel": exp_sweep_jit.sweep_kernel,
     }
-    target = GPUTarget("cuda", arch, 32)
     results: dict[str, Any] = {}
     problems: list[str] = []
-    for kernel, name, sig, consts in _variants(everything):
+    for kernel, name, sig, consts, launch in _variants(everything):
         began = time.perf_counter()
-        full_sig = {**sig, **{k: "constexpr" for k in consts}}
         try:
-            # (a tile program's warps: its column groups NT, 32 per warp)
-            warps = consts.get("NT", 32 * kp.NUM_WARPS) // 32
-            if kernel == "finish_kernel":
-                warps = kp.FINISH_WARPS
-            elif kernel == "merge_kernel":
-                warps = kp.MERGE_WARPS
-            compiled = triton.compile(
-                ASTSource(fn=kernels[kernel], signature=full_sig, constexprs=consts),
-                target=target,
-                options={"num_warps": warps},
-            )
+            compiled = compile_variant(kernels[kernel], sig, consts, launch, arch)
         except Exception as exc:  # report every failing variant
             results[name] = {"compiled": False, "error": repr(exc)[:4000]}
             problems.append(f"{name}: does not compile")
@@ -310,26 +279,19 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         }
         if approx:
             problems.append(f"{name}: approximate instructions {approx}")
-        merges = (
-            (kernel == "merge_kernel" and "/split" not in name)
-            or kernel == "finish_kernel"
-            or "/fused" in name
-        )
         if kernel == "sweep_kernel":
             continue  # (its own audit: dyadic24.kernels.exp_sweep)
         if name in LOAD_BATCH_AUDIT:
-            sass = cubin_tool(compile_aligned(kernels[kernel], sig, consts, warps, arch), "nvdisasm", "-c")
-            want = consts["TILE"] // (consts["NT"] * 4)  # binary32: 4 per 16-byte load
+            sass = cubin_tool(compiled, "nvdisasm", "-c")
+            want = consts["TILE"] // (int(tile_jit.NT.value) * 4)  # binary32: 4 per 16-byte load
             got = None if sass is None else batched_wide_loads(sass)
             results[name]["batched_loads"] = {"wide_loads_before_first_use": got, "per_thread": want}
             if got is not None and got < want:
                 problems.append(f"{name}: {got} of {want} logits loads issued before the first use (SASS)")
-        if not merges and ops:
-            problems.append(f"{name}: floating-point instructions in a selection kernel {dict(ops)}")
-        if merges:
-            # the plain variant holds each lane once: exact counts (layout changes elsewhere replicate
-            # the same IEEE operations on copies, which changes counts but not results)
-            problems += audit_merge(name, ops, exact_counts="tl.topk" not in name)
+        if kernel == "tile_kernel" and ops:
+            problems.append(f"{name}: floating-point instructions in the tile kernel {dict(ops)}")
+        if kernel == "merge_kernel":
+            problems += audit_merge(name, ops, exact_counts=True)
     return {
         "arch": arch,
         "triton": triton.__version__,
@@ -347,7 +309,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--all",
         action="store_true",
-        help="every dtype x trace x top-k variant, and the fused and split forms",
+        help="every logits format's merge and big tile, the traced tile, and the shapes whose merge does not "
+        "poll, has no pool or one tile",
     )
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)

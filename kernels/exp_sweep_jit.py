@@ -85,3 +85,14 @@ def sweep_kernel(
     code = code | (hw_wrong.to(tl.int32) << 4) | (unsure.to(tl.int32) << 5)
     tl.store(r_ptr + offs, r.to(tl.int32), mask=live)
     tl.store(code_ptr + offs, code.to(tl.int8), mask=live)
+
+
+@triton.jit(do_not_specialize=["n", "tab_n"])
+def exp_kernel(z_ptr, out_ptr, n, tab_z_ptr, tab_e_ptr, tab_n, TAB_ITERS: tl.constexpr, BLOCK: tl.constexpr):
+    """out[i] = exp_binary32(z[i]) for binary32 patterns (int32 views): the proposal's exp routine
+    (clause 5.3) on given z, for `dyadic24 conform --exp-sweep` through the kernel adapter."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    live = offs < n
+    z = tl.load(z_ptr + offs, mask=live, other=0).to(tl.int64) & 0xFFFFFFFF
+    r, _flagged, _found = exp_binary32(z, tab_z_ptr, tab_e_ptr, tab_n, TAB_ITERS)
+    tl.store(out_ptr + offs, r.to(tl.int32), mask=live)

@@ -4,14 +4,14 @@
 
 Sections (each recorded in DIR/gpu_check.json and DIR/gpu_check.md; exit status 0 iff all pass):
   environment   versions, device, interpreter flag
-  smoke         first calls (compilation) for every logits dtype and both top-k variants
+  smoke         first calls (compilation) for every logits dtype, with and without trace
   golden        every golden vector (dyadic24.vectors.store.iter_vectors), outputs and traces
   fuzz          N rows in random batches (B 1..256, V up to 262,144, every status) against the fast
                 reference (dyadic24.reference.fast.propose_fast); traces compared on small batches
   graph         1,000 CUDA-graph replays with identical bits, plus replays on fresh inputs
                 (CUDA only)
   custom_op     torch.ops.dyadic24.propose eagerly and under torch.compile (backend aot_eager)
-  perf          median latency per call for a few shapes, both top-k variants (information only)
+  perf          median latency per call for a few shapes (information only)
   exp_sweep     the kernel's exp on every binary32 z in [-104, 0] (dyadic24.kernels.exp_sweep)
 Also runs under TRITON_INTERPRET=1 on the CPU with small sizes (used by the tests).
 """
@@ -51,8 +51,8 @@ from dyadic24.kernels.propose import (  # noqa: E402
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 FIELDS = ("status", "token", "ids", "tickets")
-# Vocabulary sizes of the fuzz: edges of K = 32, of the tile (4096) and of one merge chunk
-# (1024 candidates = 32 tiles = 131,072 logits), and large vocabularies.
+# Vocabulary sizes of the fuzz: edges of K = 32, of the tile (4096: one tile, whose list is C, and
+# two), of the merge pool's shapes (32 tiles of 4096 = 131,072 logits) and large vocabularies.
 VOCABS = (1, 2, 7, 31, 32, 33, 100, 1000, 4095, 4096, 4097, 10000, 50000, 131072, 131073, 262144)
 MAX_ELEMENTS = 1 << 24  # logits per fuzz batch, except the one full-size batch
 MAX_EXAMPLES = 20
@@ -69,12 +69,12 @@ class Inputs:
         self.round = torch.from_numpy(call.round.view(np.int64)).to(device)
         self.position = torch.from_numpy(call.position.view(np.int64)).to(device)
 
-    def run(self, *, trace: bool = False, use_tl_topk: bool = False) -> Proposal:
+    def run(self, *, trace: bool = False) -> Proposal:
         b = self.call.logits.shape[0]
         buf = torch.zeros((b, TRACE_WORDS), dtype=torch.int64, device=self.logits.device) if trace else None
         out = propose(
             self.logits, self.temperature, self.seed, self.round, self.position,
-            tau=self.call.tau, trace=buf, use_tl_topk=use_tl_topk,
+            tau=self.call.tau, trace=buf,
         )  # fmt: skip
         status, token, ids, tickets = (t.cpu().numpy() for t in out)
         rows = trace_mod.decode(buf.cpu().numpy(), token, ids, tickets) if buf is not None else None
@@ -136,14 +136,14 @@ def check_smoke(device: torch.device, table_z: list[int]) -> dict[str, Any]:
     timings: dict[str, float] = {}
     bad: list[dict[str, Any]] = []
     for dtype in TORCH_DTYPES:
-        for tl_topk in (False, True):
+        for trace in (False, True):
             inp = Inputs(fuzz.make_call(rng, 4, 300, dtype, table_z), device)
             began = time.perf_counter()
-            got = inp.run(trace=True, use_tl_topk=tl_topk)
-            timings[f"{dtype}{'/tl.topk' if tl_topk else ''}"] = round(time.perf_counter() - began, 3)
-            diffs = row_diffs(got, inp.reference(trace=True))
+            got = inp.run(trace=trace)
+            timings[f"{dtype}{'/trace' if trace else ''}"] = round(time.perf_counter() - began, 3)
+            diffs = row_diffs(got, inp.reference(trace=trace))
             if diffs:
-                bad.append({"dtype": dtype, "tl_topk": tl_topk, "diffs": diffs[:MAX_EXAMPLES]})
+                bad.append({"dtype": dtype, "trace": trace, "diffs": diffs[:MAX_EXAMPLES]})
     return {"passed": not bad, "first_call_seconds": timings, "failures": bad}
 
 
@@ -216,11 +216,11 @@ def check_fuzz(
     bad: list[dict[str, Any]] = []
     failing = 0
     began = time.perf_counter()
-    for i, (batch, vocab) in enumerate(shapes):
+    for batch, vocab in shapes:
         dtype = str(rng.choice(list(TORCH_DTYPES), p=[0.6, 0.2, 0.2]))
         inp = Inputs(fuzz.make_call(rng, batch, vocab, dtype, table_z), device)
         with_trace = batch * vocab <= 1 << 16
-        got = inp.run(trace=True, use_tl_topk=bool(i % 5 == 4))
+        got = inp.run(trace=True)
         want = inp.reference(trace=with_trace)
         if not with_trace:
             got = Proposal(got.status, got.token, got.ids, got.tickets, trace=None)
@@ -333,19 +333,17 @@ def check_perf(device: torch.device) -> dict[str, Any]:
         outs = make_outputs(batch, device)
         ws = make_workspace(batch, vocab, device)
         args = (inp.logits, inp.temperature, inp.seed, inp.round, inp.position)
-        for tl_topk in (False, True):
-            propose(*args, tau=inp.call.tau, out=outs, workspace=ws, use_tl_topk=tl_topk)
-            samples = []
-            for _ in range(20):
-                start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-                stop = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-                start.record()
-                propose(*args, tau=inp.call.tau, out=outs, workspace=ws, use_tl_topk=tl_topk)
-                stop.record()
-                stop.synchronize()
-                samples.append(start.elapsed_time(stop))
-            name = f"B{batch}xV{vocab}/{dtype}{'/tl.topk' if tl_topk else ''}"
-            timings[name] = round(float(np.median(samples)), 4)
+        propose(*args, tau=inp.call.tau, out=outs, workspace=ws)
+        samples = []
+        for _ in range(20):
+            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            stop = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            start.record()
+            propose(*args, tau=inp.call.tau, out=outs, workspace=ws)
+            stop.record()
+            stop.synchronize()
+            samples.append(start.elapsed_time(stop))
+        timings[f"B{batch}xV{vocab}/{dtype}"] = round(float(np.median(samples)), 4)
     return {"passed": True, "median_ms": timings}
 
 

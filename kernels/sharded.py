@@ -454,7 +454,6 @@ def propose_sharded(
     group: Any = None,
     out: Sequence[torch.Tensor] | None = None,
     workspace: ShardedWorkspace | None = None,
-    use_tl_topk: bool = False,
 ) -> Outputs:
     """dyadic24-floor-first-v1 on one position for B rows whose vocabulary is sharded over ``group``.
 
@@ -464,7 +463,7 @@ def propose_sharded(
     identical on every rank. Returns int32 status [B], token [B], ids [B, 32], tickets [B, 32]: on every
     rank the outputs of :func:`dyadic24.kernels.propose.propose` over the full [B, vocab_total] rows.
     A collective over ``group`` (default: the default group): every rank must call it. See the module
-    docstring for validation and CUDA graphs; ``use_tl_topk`` changes no output bit.
+    docstring for validation and CUDA graphs.
     """
     if workspace is None:
         error: ArgumentError | None = None
@@ -491,11 +490,11 @@ def propose_sharded(
                            tau, out)  # fmt: skip
         ws = _check_workspace(workspace, call, group)
     outputs = call.outputs if call.outputs is not None else make_outputs(call.batch, call.logits.device)
-    _run(call, ws, outputs, use_tl_topk)
+    _run(call, ws, outputs)
     return outputs
 
 
-def _run(call: _Call, ws: ShardedWorkspace, outputs: Outputs, use_tl_topk: bool) -> None:
+def _run(call: _Call, ws: ShardedWorkspace, outputs: Outputs) -> None:
     batch, v_local = call.batch, call.local_vocab
     logits = call.logits
     src = _SRC_KIND[logits.dtype]
@@ -506,16 +505,16 @@ def _run(call: _Call, ws: ShardedWorkspace, outputs: Outputs, use_tl_topk: bool)
         if v_local > 0 and ws.n_tiles == 1:
             sharded_jit.shard_tile_kernel[(batch,)](
                 bits, ws.send, ws.send, v_local, call.vocab_offset, 1, RECORD_WORDS, 32, RECORD_WORDS,
-                TILE=ws.tile, SRC=src, USE_TL_TOPK=use_tl_topk,
+                TILE=ws.tile, SRC=src,
             )  # fmt: skip
         elif v_local > 0:
             sharded_jit.shard_tile_kernel[(batch * ws.n_tiles,)](
                 bits, ws.cand, ws.flags, v_local, call.vocab_offset, ws.n_tiles, ws.n_tiles * 32, 0,
-                ws.n_tiles, TILE=ws.tile, SRC=src, USE_TL_TOPK=use_tl_topk,
+                ws.n_tiles, TILE=ws.tile, SRC=src,
             )  # fmt: skip
             sharded_jit.shard_reduce_kernel[(batch,)](
                 ws.cand, ws.flags, ws.send, ws.n_tiles,
-                CHUNK=CHUNK, FCHUNK=FLAG_CHUNK, USE_TL_TOPK=use_tl_topk,
+                CHUNK=CHUNK, FCHUNK=FLAG_CHUNK,
             )  # fmt: skip
         # (an empty shard's record was written when the workspace was made)
         all_gather_tensor(ws.gathered, ws.send, group=ws.group)
@@ -523,7 +522,7 @@ def _run(call: _Call, ws: ShardedWorkspace, outputs: Outputs, use_tl_topk: bool)
             ws.gathered, call.temperature.view(torch.int32), call.seed, call.round, call.position,
             ws.table.z, ws.table.e, outputs[0], outputs[1], outputs[2], outputs[3],
             batch, world, call.tau_bits, ws.table.size,
-            WBLOCK=wblock, TAB_ITERS=ws.table.iterations, USE_TL_TOPK=use_tl_topk,
+            WBLOCK=wblock, TAB_ITERS=ws.table.iterations,
         )  # fmt: skip
 
 

@@ -19,7 +19,7 @@ exit status 0 iff all pass):
                float16) -- every rank's outputs against the unsharded kernel on rank 0 over the full
                rows and, on a sample, the fast reference
   validation   argument errors raise the same ArgumentError on every rank (clause 1.5)
-  reuse        workspace and out reused across calls, use_tl_topk, check_replicated
+  reuse        workspace and out reused across calls, check_replicated
   exchange     bytes per row of the exchange (from the tensor sizes) against gathering the logit shards
   graph        CUDA graph of a sharded call: replays, fresh inputs (CUDA only)
   perf         latency of one position at B = 1, 2, 4, V = 163,840 split evenly: sharded, against
@@ -179,15 +179,11 @@ def pack_np(p: Proposal) -> I32:
     return np.concatenate([p.status[:, None], p.token[:, None], p.ids, p.tickets], axis=1).astype(np.int32)
 
 
-def run_sharded(
-    ctx: Ctx, rows: Rows, offsets: Sequence[int], sizes: Sequence[int], *, use_tl_topk: bool = False
-) -> torch.Tensor:
+def run_sharded(ctx: Ctx, rows: Rows, offsets: Sequence[int], sizes: Sequence[int]) -> torch.Tensor:
     """This rank's sharded outputs, packed [B, 66] int32 (the call without a workspace: it validates)."""
     off, size = offsets[ctx.rank], sizes[ctx.rank]
     local = shard_tensor(rows, off, size, ctx.device)
-    outs = sharded.propose_sharded(
-        local, off, rows.vocab, *row_tensors(rows, ctx.device), tau=rows.tau, use_tl_topk=use_tl_topk
-    )
+    outs = sharded.propose_sharded(local, off, rows.vocab, *row_tensors(rows, ctx.device), tau=rows.tau)
     return pack(outs)
 
 
@@ -566,9 +562,7 @@ def check_fuzz(ctx: Ctx) -> dict[str, Any]:
         mode = str(rng.choice(SPLITS))
         offsets, sizes = make_split(rng, vocab, ctx.world, mode)
         rows = Rows.of(call)
-        packed = run_sharded(
-            ctx, rows, offsets, sizes, use_tl_topk=bool(a.tl_topk_every and i % a.tl_topk_every == 1)
-        )
+        packed = run_sharded(ctx, rows, offsets, sizes)
         ref_rng = np.random.default_rng([a.seed, i])  # rank 0 only: must not touch the shared stream
         select = np.nonzero(ref_rng.random(batch) < p_fast)[0] if ctx.lead else None
         with_unsharded = ctx.cuda or bool(a.unsharded_every and i % a.unsharded_every == 0)
@@ -710,7 +704,7 @@ def _ws_mismatch(local: torch.Tensor, off: int, per_row: Sequence[torch.Tensor],
 
 
 def check_reuse(ctx: Ctx) -> dict[str, Any]:
-    """Workspace and out reused across calls (the capturable form), use_tl_topk, check_replicated."""
+    """Workspace and out reused across calls (the capturable form), check_replicated."""
     rng = np.random.default_rng(9)
     tally = Tally()
     vocab = 20000 if not interpreting() else 300
@@ -734,7 +728,6 @@ def check_reuse(ctx: Ctx) -> dict[str, Any]:
             tau=rows.tau,
             out=outs,
             workspace=ws,
-            use_tl_topk=k == 1,
         )
         same_out = all(a is b for a, b in zip(res, outs, strict=True))
         check_rows(
@@ -1095,9 +1088,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="without CUDA: compare every k-th fuzz batch with the unsharded kernel (0: never)",
     )
     parser.add_argument(
-        "--tl-topk-every", type=int, default=0, help="every k-th fuzz batch uses tl.topk (0: never)"
-    )
-    parser.add_argument(
         "--fuzz-seconds", type=float, default=210.0, help="stop the fuzz after this long (0: never)"
     )
     parser.add_argument("--golden-splits", choices=("rotate", "all"), default="rotate")
@@ -1263,7 +1253,7 @@ def aot(arch: int = 90) -> dict[str, Any]:
                 sharded_jit.shard_tile_kernel,
                 f"tile/src{src}",
                 sig,
-                {"TILE": 4096, "SRC": src, "USE_TL_TOPK": False},
+                {"TILE": 4096, "SRC": src},
             )
         )
     variants.append(
@@ -1271,7 +1261,7 @@ def aot(arch: int = 90) -> dict[str, Any]:
             sharded_jit.shard_reduce_kernel,
             "reduce",
             {"cand_ptr": "*i64", "flags_ptr": "*i64", "send_ptr": "*i64", "n_tiles": "i32"},
-            {"CHUNK": 1024, "FCHUNK": 64, "USE_TL_TOPK": False},
+            {"CHUNK": 1024, "FCHUNK": 64},
         )
     )
     merge_sig = {
@@ -1297,7 +1287,7 @@ def aot(arch: int = 90) -> dict[str, Any]:
                 sharded_jit.shard_merge_kernel,
                 f"merge/wblock{wblock}",
                 merge_sig,
-                {"WBLOCK": wblock, "TAB_ITERS": 6, "USE_TL_TOPK": False},
+                {"WBLOCK": wblock, "TAB_ITERS": 6},
             )
         )
     target = GPUTarget("cuda", arch, 32)

@@ -12,7 +12,7 @@ the shard's first global ID) and flags NaN | +inf << 1 | live << 2, written with
 strides so that a one-tile shard writes straight into the exchange buffer. ``shard_reduce_kernel``:
 per row, the shard's tiles down to one [32 keys, flags] record. ``shard_merge_kernel``: per row, the
 gathered records of every rank down to C (clause 3.2) and the flags, then the shared ``finish_row``
-(clauses 2.1, 3.3-9) with the candidates' binary32 patterns decoded from the keys.
+(finish_jit: clauses 2.1, 3.3-9) with the candidates' binary32 patterns decoded from the keys.
 Integer reductions only, no atomics; each output is written by exactly one program (clause 2.4).
 """
 
@@ -23,8 +23,9 @@ select_backend()
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from dyadic24.kernels.finish_jit import finish_row, key_bits32  # noqa: E402
 from dyadic24.kernels.ieee_jit import F32_NEG_INF, F32_POS_INF, KEY_PAD, load_bits32, order_key  # noqa: E402
-from dyadic24.kernels.propose_jit import finish_row, key_bits32, top32  # noqa: E402
+from dyadic24.kernels.select_jit import top32_extract  # noqa: E402
 
 RECORD = tl.constexpr(33)  # int64 words per row and rank in the exchange: 32 keys, then the flags
 
@@ -44,10 +45,10 @@ def shard_tile_kernel(
     flag_stride,
     TILE: tl.constexpr,
     SRC: tl.constexpr,
-    USE_TL_TOPK: tl.constexpr,
 ):
-    """Per (row, tile): top 32 keys with global IDs (clause 3.1) at cand_ptr + row * cand_stride +
-    tile * 32, and the clause-2.1 flags (int64) at flags_ptr + flag_base + row * flag_stride + tile."""
+    """Per (row, tile): the tile's top 32 keys with global IDs (clauses 1.2, 3.1, 3.2; 32 successive
+    maxima) at cand_ptr + row * cand_stride + tile * 32, and the clause-2.1 flags (int64) at
+    flags_ptr + flag_base + row * flag_stride + tile."""
     pid = tl.program_id(0).to(tl.int64)
     row = pid // n_tiles
     tile = pid % n_tiles
@@ -59,7 +60,7 @@ def shard_tile_kernel(
     live = inb & (b != F32_NEG_INF)  # anything but -inf
     flags = tl.max(nan.to(tl.int64)) | (tl.max(pinf.to(tl.int64)) << 1) | (tl.max(live.to(tl.int64)) << 2)
     key = tl.where(inb, order_key(b, offs + vocab_offset), KEY_PAD)
-    top = top32(key, USE_TL_TOPK)
+    top = top32_extract(key)
     tl.store(cand_ptr + row * cand_stride + tile * 32 + tl.arange(0, 32), top)
     tl.store(flags_ptr + flag_base + row * flag_stride + tile, flags)
 
@@ -72,10 +73,9 @@ def shard_reduce_kernel(
     n_tiles,
     CHUNK: tl.constexpr,
     FCHUNK: tl.constexpr,
-    USE_TL_TOPK: tl.constexpr,
 ):
-    """Per row: the shard's top 32 over its tiles and the OR of their flags, as one exchange record
-    (send[row, 0:32] keys in clause-3.1 order, send[row, 32] flags)."""
+    """Per row: the shard's top 32 over its tiles (clause 3.2) and the OR of their flags (clause 2.1),
+    as one exchange record (send[row, 0:32] keys in clause-3.1 order, send[row, 32] flags)."""
     row = tl.program_id(0).to(tl.int64)
     # (while loops, not range(): the interpreter cannot take a runtime range bound under numpy >= 2.3)
     acc = tl.zeros([FCHUNK], tl.int64)
@@ -88,12 +88,12 @@ def shard_reduce_kernel(
 
     n_cand = n_tiles * 32
     o = tl.arange(0, CHUNK).to(tl.int64)
-    best = top32(tl.load(cand_ptr + row * n_cand + o, mask=o < n_cand, other=KEY_PAD), USE_TL_TOPK)
+    best = top32_extract(tl.load(cand_ptr + row * n_cand + o, mask=o < n_cand, other=KEY_PAD))
     cstart = row * 0 + CHUNK
     while cstart < n_cand:
         o = cstart + tl.arange(0, CHUNK).to(tl.int64)
-        top = top32(tl.load(cand_ptr + row * n_cand + o, mask=o < n_cand, other=KEY_PAD), USE_TL_TOPK)
-        best = top32(tl.reshape(tl.join(best, top), [64]), USE_TL_TOPK)
+        top = top32_extract(tl.load(cand_ptr + row * n_cand + o, mask=o < n_cand, other=KEY_PAD))
+        best = top32_extract(tl.reshape(tl.join(best, top), [64]))
         cstart += CHUNK
     tl.store(send_ptr + row * RECORD + tl.arange(0, 32), best)
     tl.store(send_ptr + row * RECORD + 32, flags)
@@ -118,9 +118,9 @@ def shard_merge_kernel(
     tab_n,
     WBLOCK: tl.constexpr,
     TAB_ITERS: tl.constexpr,
-    USE_TL_TOPK: tl.constexpr,
 ):
-    """Per row: C and the flags from the gathered records gath[world, batch, 33], then finish_row.
+    """Per row: C (clause 3.2) and the flags (clause 2.1) from the gathered records gath[world, batch,
+    33], then finish_jit.finish_row (clauses 2.1, 3.3, 4.1, 5-9, 12.1; no trace).
 
     Every rank runs this on the same gathered bytes with the same per-row inputs, so every rank
     writes the same outputs (no broadcast of the result is needed).
@@ -134,7 +134,7 @@ def shard_merge_kernel(
     wm = w < world
     keys = tl.load(gath_ptr + base[:, None] + lane[None, :], mask=wm[:, None], other=KEY_PAD)
     acc = tl.load(gath_ptr + base + 32, mask=wm, other=0)
-    best = top32(tl.reshape(keys, [WBLOCK * 32]), USE_TL_TOPK)
+    best = top32_extract(tl.reshape(keys, [WBLOCK * 32]))
     w0 = row * 0 + WBLOCK
     while w0 < world:
         w = w0 + wl
@@ -142,8 +142,8 @@ def shard_merge_kernel(
         wm = w < world
         keys = tl.load(gath_ptr + base[:, None] + lane[None, :], mask=wm[:, None], other=KEY_PAD)
         acc = acc | tl.load(gath_ptr + base + 32, mask=wm, other=0)
-        top = top32(tl.reshape(keys, [WBLOCK * 32]), USE_TL_TOPK)
-        best = top32(tl.reshape(tl.join(best, top), [64]), USE_TL_TOPK)
+        top = top32_extract(tl.reshape(keys, [WBLOCK * 32]))
+        best = top32_extract(tl.reshape(tl.join(best, top), [64]))
         w0 += WBLOCK
     any_nan = tl.max(acc & 1)
     any_pinf = tl.max(acc & 2)
@@ -158,6 +158,5 @@ def shard_merge_kernel(
     lb = key_bits32(best)
     finish_row(
         row, best, lb, any_nan, any_pinf, any_live, temp_ptr, seed_ptr, round_ptr, pos_ptr,
-        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, status_ptr, tau_bits, tab_n,
-        TAB_ITERS, False,
+        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, tau_bits, tab_n, TAB_ITERS,
     )  # fmt: skip

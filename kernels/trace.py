@@ -1,6 +1,6 @@
 """Decoding the kernel's per-row trace buffer into dyadic24.api.RowTrace (clause 12.3).
 
-The layout (int64 words per row) is fixed in dyadic24.kernels.propose_jit (TR_* constants). Per-slot
+The layout (int64 words per row) is fixed in dyadic24.kernels.finish_jit (TR_* constants). Per-slot
 fields follow the references: they hold the K slots of C (the tree holds all 32 slots' sums).
 binary32 values are stored as their uint32 patterns, binary64 values as int64 bit patterns
 (converted to uint64 here).

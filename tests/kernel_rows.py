@@ -1,7 +1,8 @@
 """Rows, calls and launch plans shared by the kernel's selection tests (test_kernel_select*.py).
 
 Each row kind forces one path of the tile and merge stages (clauses 2.1, 3.1-3.3, 4.1); each plan
-forces one selection path or launch form. Every plan must give the fast reference's bits.
+forces selection paths by its tile size and the backend's choices. Every plan must give the fast
+reference's bits.
 """
 
 from __future__ import annotations
@@ -60,22 +61,16 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
         row[: min(vocab, 20)] += F32(100)
         row[max(0, vocab - 20) :] += F32(100)
         return row
-    if kind == "pair_hot":  # 5 large values in each of blocks 0 and 8 of 1024, 4 medium in blocks 1-7
+    if kind == "pair_hot":  # 9 large values in each of blocks 0 and 16 of 64, 3 medium in blocks 1-7: at
+        # tiles of 64 and V = 1,100 (18 tiles, 16 pooled keys each, tile t paired with t + 16) the pair
+        # (0, 16) keeps 16 of its 18 large values while neither tile alone is hot, so only the pairs'
+        # check finds the 2 dropped (merge_jit._merge_pool_pairs)
         row = rng.standard_normal(vocab).astype(F32)
-        for block, n, lift in [(0, 5, 100), (8, 5, 100)] + [(b, 4, 50) for b in range(1, 8)]:
-            row[block * 1024 : min(vocab, block * 1024 + n)] += F32(lift)
+        for block, n, lift in [(0, 9, 100), (16, 9, 100)] + [(b, 3, 50) for b in range(1, 8)]:
+            row[block * 64 : min(vocab, block * 64 + n)] += F32(lift)
         return row
-    if kind == "quad_hot":  # 3 large values in each of blocks 0, 4 and 8 of 1024, 4 medium in the
-        # others: with 9 tiles of 1024 the quad of tiles (0, 4, 8) keeps 8 of its 9 large values and no
-        # pair is hot, so only the quads' check finds the one dropped (_fold_quads)
-        row = rng.standard_normal(vocab).astype(F32)
-        for block, n, lift in [(0, 3, 100), (4, 3, 100), (8, 3, 100)] + [
-            (b, 4, 50) for b in (1, 2, 3, 5, 6, 7)
-        ]:
-            row[block * 1024 : min(vocab, block * 1024 + n)] += F32(lift)
-        return row
-    if kind == "warp_heavy":  # large values in warp 0's columns of a 4-warp column-group tile (and in
-        # warps 0 and 4 of an 8-warp one): the per-warp bound admits > 1000, the exact bound <= 128
+    if kind == "warp_heavy":  # large values in warp 0's columns of a column-group tile of 4,096: the
+        # GPU's per-warp bound admits > 1000 (more than FCAP: the tile falls back to _tile_part)
         row = rng.standard_normal(vocab).astype(F32)
         row[(idx % 4096) % 512 < 128] += F32(100)
         return row
@@ -104,7 +99,7 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
 
 
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
-         "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "quad_hot", "warp_heavy", "column_block",
+         "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "warp_heavy", "column_block",
          "tie_pairs", "half_ties", "neg_nan", "pos_inf_tail")  # fmt: skip
 
 
@@ -118,95 +113,69 @@ GREEDY_KINDS = KINDS if DEEP else (
 )  # fmt: skip
 
 
-def make_call(vocab: int, seed: int, dtype: str = "float32") -> fuzz.Call:
-    """Every kind sampled, then GREEDY_KINDS greedy (the second of them with T = -0)."""
+def make_call(
+    vocab: int, seed: int, dtype: str = "float32", kinds: tuple[str, ...] = KINDS,
+    greedy: tuple[str, ...] = GREEDY_KINDS,
+) -> fuzz.Call:  # fmt: skip
+    """Rows of ``kinds`` sampled, then rows of ``greedy`` greedy (the second of them with T = -0)."""
     rng = np.random.default_rng(seed)
-    kinds = KINDS + GREEDY_KINDS
-    rows = len(kinds)
+    rows = len(kinds) + len(greedy)
     base = fuzz.make_call(rng, rows, vocab, dtype, [], families=("normal",) * rows)
-    logits = np.stack([make_row(kind, vocab, rng) for kind in kinds])
+    logits = np.stack([make_row(kind, vocab, rng) for kind in kinds + greedy])
     if dtype != "float32":
         logits = fuzz._round_to(logits, dtype)
     temperature = base.temperature.copy()
-    temperature[len(KINDS) :] = F32(0.0)
-    temperature[len(KINDS) + 1] = F32(-0.0)
-    return replace(base, logits=logits, temperature=temperature, families=kinds)
+    temperature[len(kinds) :] = F32(0.0)
+    if len(greedy) > 1:
+        temperature[len(kinds) + 1] = F32(-0.0)
+    return replace(base, logits=logits, temperature=temperature, families=kinds + greedy)
 
 
+# Each plan forces paths of the two stages under the interpreter: a tile size (Plan.for_shape) and
+# the backend's choices replaced (the GPU's ordering, by_count=False; the GPU's polling merge,
+# poll=True). Tiles of 1,024 to 8,192 take the column-group selection (tile_jit._tile_fast; 8,192 in
+# two halves), smaller ones the strided-group one (_tile_part; tiles of 32 its 32-group bound). The
+# merge's pool follows the number of tiles: one tile (its list is C), then a paired pool of 32 keys
+# per tile up to 16 tiles, of 16 and 8 keys up to 32 and 64 tiles: small_tiles and tiny_tiles at
+# V = 1,100 take 18 and 35 tiles, where pair_hot, top_heavy, tail_heavy and two_heavy make hot pairs.
+# Past 128 tiles the threshold merge: test_kernel_select.py's test_threshold_merge_and_its_fallback.
 PLANS: dict[str, dict[str, Any]] = {
     "default": {},
-    "fused": {"fused": True},
-    "split_finish": {"split_finish": True, "finish_warps": 1},
-    "early_draw": {"early_draw": True, "fused": True},
-    "small_tiles": {"tile": 64, "chunk": 64, "pool": 32},
-    "tiny_tiles": {"tile": 32, "chunk": 32, "groups": 32},
-    "group32": {"tile": 1024, "groups": 32, "cap": 64},
-    "no_greedy_fast": {"greedy_fast": False, "tile": 1024},
-    "extraction": {"threshold": False, "tile": 1024, "chunk": 1024},
-    # the strided-group tile and the full threshold merge alone (the fallbacks of the defaults)
-    "prev_tile": {"fast_tile": False, "merge_pool": 0},
-    # 9 tiles, 4 pooled keys each: top_heavy's 40 largest lie in tile 0, tail_heavy's in tile 8 (the
-    # last, partly past V) and two_heavy's in both, so the pool check fails (_pool_refine)
-    "pool_small": {"tile": 1024, "merge_pool": 64},
-    # 9 tiles, 8 pooled keys each, paired (t, t + 8): pair_hot's pair (0, 8) keeps 8 of its 10 large
-    # values and no tile is hot, so only the pairs' check finds the 2 dropped (_merge_pool_pairs); the
-    # same pool in quads (t, t + 4, t + 8, t + 12; pool_quads), where quad_hot's quad (0, 4, 8) keeps 8
-    # of its 9 large values and only the quads' check finds the one dropped; and unpaired (_merge_pool)
-    "pool_pair": {"tile": 1024, "merge_pool": 128},
-    "pool_quads": {"tile": 1024, "merge_pool": 128, "pool_quads": True},
-    "pool_unpaired": {"tile": 1024, "merge_pool": 64, "pair_pool": False},
-    # the two-launch merge that waits for the tile grid (untagged; the default merge polls)
-    "two_launch_waits": {"fused": False, "poll": False},
-    # the GPU's ordering (Triton's bitonic top-k; the interpreter's default plan ranks by counts): the
-    # default plan (its paired pool included), the fused form with pool_small's pool
-    "bitonic": {"by_count": False},
-    "bitonic_fused_pool": {"by_count": False, "fused": True, "tile": 1024, "merge_pool": 64},
-    # the column-group tile's per-warp bound (GPU ordering), and a compaction too small for column_block
-    "warp_bound": {"by_count": False, "warp_bound": True, "bound_retry": True},
-    # 8-warp programs (GPU ordering; WIDE_WARPS, a plan option since session 6)
-    "wide": {"by_count": False, "num_warps": 8, "fused": True},
-    "fcap64": {"fcap": 64, "fused": True},
-    # tiles of 8192 with 4 warps: the column-group tile in two halves of 4096 (64 elements per thread,
-    # two selection masks each), the count ordering and the GPU's (bitonic, per-warp bound)
+    # the GPU's merge: it polls the tile programs' tagged words (2 and 3 tiles: pools of 2 and 4)
+    "poll": {"poll": True},
     "halves": {"tile": 8192},
+    "small_tiles": {"tile": 64},
+    # the hot pairs' lists reloaded tagged (merge_jit._tagged_lists)
+    "small_tiles_poll": {"tile": 64, "poll": True},
+    "tiny_tiles": {"tile": 32},
+    # the GPU's ordering (Triton's bitonic top-k and sort; the column-group tile's per-warp bound, whose
+    # fallback warp_heavy and column_block reach) in the default tile, in halves and in the pairs
+    "bitonic": {"by_count": False},
     "halves_bitonic": {"tile": 8192, "by_count": False},
-    "halves_fused": {"tile": 8192, "fused": True},  # (the fused form's last program merges big tiles)
-    # the fused form's tagged arrival with pool_pair's pool (pair_hot reloads tagged lists); the same
-    # with the merge's first look at the pool's keys and the hot lists stale, or at the flags (its
-    # reload loops must run: taken as they are, the keys name other IDs and the flags a NaN); the
-    # untagged arrival
-    "tagged_pairs": {"tile": 1024, "merge_pool": 128, "fused": True},
-    "tagged_stale_keys": {"tile": 1024, "merge_pool": 128, "fused": True, "stale_first": 5},
-    "tagged_stale_flags": {"tile": 1024, "merge_pool": 128, "fused": True, "stale_first": 2},
-    "untagged_fused": {"fused": True, "tagged": False},
-    # the default two-launch form, whose merge polls the tile programs' tagged words (poll; on the GPU
-    # a programmatic dependent launch; pool_pair's plan), with its first looks stale at the pool's
-    # keys, the hot lists and the flags
-    "poll_stale": {"tile": 1024, "merge_pool": 128, "poll": True, "stale_first": 7},
+    "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True},
 }
 
+VOCABS: dict[str, tuple[int, ...]] = {
+    "default": (1, 7, 33, 4097, 9000),
+    "halves": (1, 7, 33, 4097, 9000),
+    "poll": (4097, 9000),
+    "small_tiles": (1, 33, 1100),
+    "small_tiles_poll": (1100,),
+    "tiny_tiles": (1, 33, 1100),
+    "bitonic": (4097, 9000),
+    "halves_bitonic": (9000,),
+    "bitonic_pairs": (1100,),
+}
+# Triton's bitonic networks are slow under the interpreter: these run in the deep profile only (every
+# path is still reached by default; CI's budget, README).
+DEEP_ONLY = {("default", 7), ("halves", 7), ("poll", 4097), ("bitonic", 4097)}
 
-ALL_VOCABS = (1, 7, 33, 4097, 9000)
-SMALL = {"small_tiles", "tiny_tiles"}  # many programs: slow under the interpreter
-LARGE_ONLY = {
-    "prev_tile", "pool_small", "pool_pair", "pool_quads", "pool_unpaired", "two_launch_waits", "bitonic",
-    "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "tagged_pairs", "tagged_stale_keys",
-    "tagged_stale_flags", "untagged_fused", "poll_stale", "halves_bitonic", "halves_fused",
-}  # (several tiles)  # fmt: skip
-# Triton's bitonic top-k is slow under the interpreter: the GPU-ordering plans run V = 9000 by
-# default (a partial last tile, every row kind) and V = 4097 as well in the deep profile; so do the
-# tagged variants. The options no default plan takes on the GPU (the fused form with GPU ordering and
-# pool_small's pool, 8-warp tile programs) run in the deep profile only. Every other plan but the
-# default and halves runs V = 7 and 4097 in the deep profile only (its other V give it a single
-# partial tile and several tiles with a partial last one; CI's budget, README).
-DEEP_ONLY = {
-    ("bitonic", 4097), ("bitonic_fused_pool", 4097), ("bitonic_fused_pool", 9000), ("pool_pair", 4097),
-    ("wide", 4097), ("wide", 9000), ("warp_bound", 4097), ("pool_quads", 4097), ("tagged_pairs", 4097),
-    ("tagged_stale_keys", 4097), ("tagged_stale_flags", 4097), ("untagged_fused", 4097), ("poll_stale", 4097),
-    ("halves_bitonic", 4097),
-} | {
-    (p, v) for p in PLANS for v in (7, 4097) if p not in ("default", "halves") and p not in SMALL
-}  # fmt: skip
+
+def plan_for(name: str, batch: int, vocab: int) -> Plan:
+    """The named plan for [batch, vocab]."""
+    opts = dict(PLANS[name])
+    tile = opts.pop("tile", None)
+    return replace(Plan.for_shape(batch, vocab, tile), **opts)
 
 
 def vocab_cases(names: list[str]) -> list[Any]:
@@ -218,15 +187,16 @@ def vocab_cases(names: list[str]) -> list[Any]:
             if (p, v) in DEEP_ONLY else [],
         )
         for p in names
-        for v in ((1, 33, 1100) if p in SMALL else (4097, 9000) if p in LARGE_ONLY else ALL_VOCABS)
+        for v in VOCABS[p]
     ]  # fmt: skip
 
 
-def check_plan(plan_name: str, vocab: int, dtype: str = "float32") -> None:
-    """The plan's outputs on make_call's rows (logits of ``dtype``) equal the fast reference's, row by row."""
-    call = make_call(vocab, vocab * 31 + len(plan_name), dtype)
+def check_plan(plan_name: str, vocab: int, dtype: str = "float32", **rows: tuple[str, ...]) -> None:
+    """The plan's outputs on make_call's rows (logits of ``dtype``; ``rows``: make_call's kinds and
+    greedy) equal the fast reference's, row by row."""
+    call = make_call(vocab, vocab * 31 + len(plan_name), dtype, **rows)
     inp = Inputs(call, DEVICE)
-    plan = Plan.for_shape(len(call.logits), vocab, **PLANS[plan_name])
+    plan = plan_for(plan_name, len(call.logits), vocab)
     out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau, plan=plan)
     got = [t.cpu().numpy() for t in out]
     diffs = row_diffs(Proposal(status=got[0], token=got[1], ids=got[2], tickets=got[3]), inp.reference())

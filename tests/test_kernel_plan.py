@@ -1,10 +1,12 @@
-"""Launch-plan choices of the Triton kernel (shape-only, no data-dependent host logic).
+"""Launch-plan choices of the Triton kernel (shape and backend only, no data-dependent host logic).
 
-The merge's pool shape, the batch-size defaults (one launch at small B, a register cap for the
-two-launch tile kernel) and the workspace's compaction width; none of these changes an output bit
-(test_kernel_select*.py run every plan against the reference)."""
+The merge's pool shape, where tags apply, the tile size and register cap by shape, the backend's
+choices and the stagger; none of these changes an output bit (test_kernel_select*.py run the plans
+against the reference)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -19,13 +21,14 @@ from dyadic24.kernels.backend import interpreting  # noqa: E402
 @pytest.mark.parametrize(
     ("vocab", "shape"),
     [
-        (1, (1, 32)),
+        (1, (1, 32)),  # one tile: its list is C
+        (4097, (2, 32)),
         (9000, (4, 32)),
         (81_920, (32, 16)),
         (163_840, (64, 8)),
         (262_144, (64, 8)),
         (524_288, (128, 4)),
-        (1_000_000, (0, 0)),  # 245 tiles: fewer than 4 keys each, the full threshold merge
+        (1_000_000, (0, 0)),  # 245 tiles: fewer than 4 keys each, the threshold merge
     ],
 )
 def test_pool_shape(vocab: int, shape: tuple[int, int]) -> None:
@@ -33,52 +36,35 @@ def test_pool_shape(vocab: int, shape: tuple[int, int]) -> None:
     assert plan.pool_shape == shape
     tiles, per = shape
     if tiles:
-        assert tiles >= plan.n_tiles and tiles * per <= kp.MERGE_POOL and per & (per - 1) == 0
+        assert tiles >= plan.n_tiles > tiles // 2 and tiles * per <= kp.MERGE_POOL and per & (per - 1) == 0
 
 
-def test_pool_off_for_extraction_and_zero_pool() -> None:
-    assert kp.Plan.for_shape(1, 163_840, threshold=False).pool_shape == (0, 0)
-    assert kp.Plan.for_shape(1, 163_840, merge_pool=0).pool_shape == (0, 0)
-
-
-@pytest.mark.parametrize("batch", [1, 4, 5, 8, 9, 16, 64, 256])
+@pytest.mark.parametrize("batch", [1, 3, 4, 8, 16, 64, 256])
 def test_batch_defaults(batch: int) -> None:
+    """The tile and its register cap by shape; the backend's choices (the count ordering and no
+    programmatic dependent launch under the interpreter, both the other way on an sm_90 GPU)."""
     plan = kp.Plan.for_shape(batch, 163_840)
-    assert plan.fused == (batch <= kp.FUSED_MAX_BATCH)
     assert plan.tile == (kp.BIG_TILE if batch * 40 >= kp.BIG_TILE_PROGRAMS else kp.TILE)  # (40 of TILE)
-    if not plan.fused and plan.tile > kp.TILE:
+    assert plan.n_tiles == -(-163_840 // plan.tile)
+    if plan.tile > kp.TILE:
         assert plan.maxnreg == kp.BIG_TILE_MAXNREG
         assert plan.stagger_wave == 65536 // (128 * 32 * 4) == 4  # (an H200 SM holds four)
-    elif not plan.fused:
-        programs = batch * plan.n_tiles
-        assert plan.maxnreg == (kp.TILE_MAXNREG if programs > kp.TILE_UNCAPPED_PROGRAMS else None)
     else:
-        assert plan.maxnreg == (kp.FUSED_MAXNREG if batch > kp.FUSED_UNCAPPED_BATCH else None)
-    fused = kp.Plan.for_shape(batch, 163_840, fused=True)
-    assert fused.maxnreg == (kp.FUSED_MAXNREG if batch > kp.FUSED_UNCAPPED_BATCH else None)
-    assert plan.launches == (1 if plan.fused else 2)
-    assert kp.Plan.for_shape(batch, 163_840, fused=False, maxnreg=None).maxnreg is None
-    assert plan.poll == (kp.MERGE_POLL and not plan.fused)
-    assert plan.early_draw == (kp.FUSED_EARLY_DRAW if plan.fused or plan.poll else kp.EARLY_DRAW)
-    # the programmatic dependent launch: GPU only (the interpreter runs programs one by one)
-    assert plan.pdl == (kp.PDL_MERGE and not plan.fused and not interpreting())
-    assert plan.warp_bound == kp.WARP_BOUND
-    assert plan.num_warps == kp.default_warps(batch)
-    gpu = kp.WIDE_WARPS if batch <= kp.WIDE_MAX_BATCH else kp.NUM_WARPS
-    assert kp.default_warps(batch, interpreter=False) == gpu
-    assert kp.default_warps(batch, interpreter=True) == kp.NUM_WARPS
+        assert plan.maxnreg is None and plan.stagger_wave == kp.STAGGER_WAVE
+    assert kp.Plan.for_shape(batch, 163_840, maxnreg=None).maxnreg is None
+    assert plan.by_count == interpreting()
+    assert plan.pdl == plan.poll == (not interpreting() and kp._pdl_device())
+    assert plan.stagger is None
 
 
-def test_fast_tile_needs_a_full_row_of_groups() -> None:
-    assert kp.Plan.for_shape(1, 5000).fast_tile
-    assert not kp.Plan.for_shape(1, 5000, tile=512).fast_tile  # (bf16 groups need 1024 per row)
-    # a thread's 32-bit selection mask holds 32 elements of each of at most two halves
-    assert kp.Plan.for_shape(1, 50000, tile=8192, num_warps=4).fast_tile
-    assert not kp.Plan.for_shape(1, 50000, tile=16384, num_warps=4).fast_tile
-    assert kp.Plan.for_shape(1, 50000, tile=16384, num_warps=8).fast_tile
-    assert not kp.Plan.for_shape(1, 5000, threshold=False).fast_tile
-    assert kp.Plan.for_shape(1, 5000).scratch_width == max(kp.CAP, kp.FCAP)
-    assert kp.Plan.for_shape(1, 5000, fast_tile=False).scratch_width == kp.CAP
+def test_register_caps_of_explicit_tiles() -> None:
+    """A tile of TILE runs uncapped up to TILE_UNCAPPED_PROGRAMS programs and at TILE_MAXNREG above
+    them (eight programs per SM: the stagger's wave)."""
+    assert kp.default_maxnreg(256, kp.TILE) is None
+    assert kp.default_maxnreg(257, kp.TILE) == kp.TILE_MAXNREG
+    assert kp.default_maxnreg(1, kp.BIG_TILE) == kp.BIG_TILE_MAXNREG
+    capped = kp.Plan.for_shape(16, 163_840, tile=kp.TILE)
+    assert capped.maxnreg == kp.TILE_MAXNREG and capped.stagger_wave == kp.STAGGER_WAVE
 
 
 @pytest.mark.parametrize(
@@ -93,72 +79,67 @@ def test_default_tile_from_the_shape(batch: int, vocab: int, tile: int) -> None:
     assert kp.make_workspace(batch, vocab, "cpu").cand.shape[1] == -(-vocab // tile)
 
 
-def test_ordering_default_follows_the_backend() -> None:
+@pytest.mark.parametrize("tile", [16, 48, 32768])
+def test_bad_tiles_are_rejected(tile: int) -> None:
+    with pytest.raises(ArgumentError, match="tile"):
+        kp.Plan.for_shape(1, 5000, tile=tile)
 
-    assert kp.Plan.for_shape(1, 5000).by_count == interpreting()
-    assert not kp.Plan.for_shape(1, 5000, by_count=False).by_count
 
-
-def test_narrow_workspace_is_rejected() -> None:
+def test_workspace_of_another_tile_is_rejected() -> None:
     device = kp.kernel_device()
     logits = torch.zeros((2, 5000), dtype=torch.float32, device=device)
     i64 = torch.zeros(2, dtype=torch.int64, device=device)
-    ws = kp.make_workspace(2, 5000, device, cap=kp.CAP)  # wide enough only without the fast tile
+    ws = kp.make_workspace(2, 5000, device, 1024)
     with pytest.raises(ArgumentError, match="workspace"):
         kp.propose(logits, torch.ones(2, device=device), i64, i64, i64, workspace=ws)
-    plan = kp.Plan.for_shape(2, 5000, fast_tile=False)
+    plan = kp.Plan.for_shape(2, 5000, tile=1024)
     out = kp.propose(logits, torch.ones(2, device=device), i64, i64, i64, workspace=ws, plan=plan)
     assert out[0].tolist() == [0, 0]
-
-
-@pytest.mark.parametrize(("vocab", "paired"), [(1, False), (4097, True), (163_840, True), (1_000_000, False)])
-def test_pool_pairs_need_two_pooled_tiles(vocab: int, paired: bool) -> None:
-    """_merge_pool_pairs pairs tile t with t + MPOOL_T / 2: only with a pool of at least two tiles."""
-    assert kp.Plan.for_shape(1, vocab, tile=kp.TILE).pool_pairs is paired
-    assert not kp.Plan.for_shape(1, vocab, pair_pool=False).pool_pairs
+    with pytest.raises(ArgumentError, match="plan"):
+        kp.propose(logits, torch.ones(2, device=device), i64, i64, i64, plan=kp.Plan.for_shape(2, 5001))
 
 
 @pytest.mark.parametrize(
-    ("batch", "vocab", "opts", "tags"),
+    ("batch", "vocab", "tile", "tags"),
     [
-        (1, 163_840, {}, True),  # the default plan (the polling merge): 40 tiles, a paired pool
-        (4, 262_144, {"tile": 4096}, True),  # 64 tiles: the flags fit one FLAG_CHUNK
-        (4, 300_000, {"tile": 4096}, False),  # 74 tiles: more flag words than one chunk
-        (4, 300_000, {}, True),  # the default's 37 tiles of BIG_TILE
-        (1, 163_840, {"tagged": False}, False),
-        (8, 163_840, {"fused": True}, True),  # the fused form, register-capped
-        (16, 163_840, {}, True),  # two launches, the polling merge
-        (16, 163_840, {"poll": False}, False),  # two launches, the merge waits for the tile grid
-        (16, 163_840, {"split_finish": True}, False),  # three launches
-        (1, 4097, {"tile": 4096}, True),  # two pooled tiles
-        (1, 4096, {}, False),  # one tile: no pairs
-        (1, (1 << 24) + 1, {"tile": 16384, "merge_pool": 1 << 14}, False),  # 1025 tiles, IDs past 2^24
+        (1, 163_840, None, True),  # the default plan's 40 tiles, a paired pool
+        (4, 262_144, 4096, True),  # 64 tiles: the flags fit one FLAG_CHUNK
+        (4, 300_000, 4096, False),  # 74 tiles: more flag words than one chunk
+        (4, 300_000, None, True),  # the default's 37 tiles of BIG_TILE
+        (16, 163_840, None, True),
+        (1, 4097, 4096, True),  # two pooled tiles
+        (1, 4096, None, False),  # one tile: no pairs (its list is C)
+        (1, 2_000_000, None, False),  # 245 tiles: no pool
+        (1, (1 << 24) + 1, 16384, False),  # 1025 tiles, IDs past 2^24
     ],
 )
-def test_tagged_arrival_where_it_applies(batch: int, vocab: int, opts: dict[str, object], tags: bool) -> None:
-    """tile_kernel's TAGGED: only the fused form or the polling two-launch merge, with a paired pool,
-    one chunk of flags and IDs below 2^24 (the tag shares a key's ID word)."""
-    assert kp.Plan.for_shape(batch, vocab, **opts).tags is tags  # type: ignore[arg-type]
+def test_tags_where_they_apply(batch: int, vocab: int, tile: int | None, tags: bool) -> None:
+    """The polling merge's tags: with ``poll``, a paired pool, one chunk of flags and IDs below 2^24
+    (a key's tag shares its ID word); never without ``poll``."""
+    plan = kp.Plan.for_shape(batch, vocab, tile)
+    assert replace(plan, poll=True).tags is tags
+    assert replace(plan, poll=False).tags is False
 
 
-def test_pool_folds_and_retry_defaults() -> None:
-    """Quads only when asked for and with at least four pooled tiles; the exact-bound retry by
-    default only in the fused form (it cost the register-capped two-launch tile kernel ~6 %, the
-    uncapped one ~20 % at B = 8)."""
-    assert kp.Plan.for_shape(1, 163_840).pool_folds == 1
-    assert kp.Plan.for_shape(1, 163_840, pool_quads=True).pool_folds == 2
-    assert kp.Plan.for_shape(1, 9000, pool_quads=True).pool_folds == 2  # 3 tiles, a pool of 4
-    assert kp.Plan.for_shape(1, 4097, pool_quads=True).pool_folds == 1  # a pool of 2 tiles
-    assert kp.Plan.for_shape(1, 163_840, pair_pool=False, pool_quads=True).pool_folds == 0
-    assert kp.Plan.for_shape(1, 163_840).bound_retry is (kp.BOUND_RETRY and kp.FUSED_MAX_BATCH >= 1)
-    assert kp.Plan.for_shape(64, 163_840).bound_retry is False
-    assert kp.Plan.for_shape(1, 163_840, fused=True).bound_retry is kp.BOUND_RETRY
-    assert kp.Plan.for_shape(64, 163_840, bound_retry=True).bound_retry is True
+def test_launch_options_follow_the_plan() -> None:
+    """What launch and aot_check compile: the tile kernel's 4 warps and register cap, the merge's 8
+    warps, pool, tags and programmatic dependent launch."""
+    plan = replace(kp.Plan.for_shape(16, 163_840), by_count=False, pdl=True, poll=True)
+    tile = kp.tile_options(plan, src=0, trace=False, pdl=True, stagger=902, slots=132)
+    assert tile == {"TILE": 8192, "SRC": 0, "TRACE": False, "BY_COUNT": False, "TAGGED": True, "PDL": True,
+                    "STAGGER": 902, "SLOTS": 132, "WAVE": 4, "num_warps": 4, "maxnreg": 128}  # fmt: skip
+    unstaggered = kp.tile_options(plan, src=1, trace=True, pdl=False, stagger=0, slots=132)
+    assert (unstaggered["SLOTS"], unstaggered["WAVE"], unstaggered["PDL"]) == (1, kp.STAGGER_WAVE, False)
+    merge = kp.merge_options(plan, src=2, trace=True, tab_iterations=6, pdl=True)
+    assert merge == {"TAB_ITERS": 6, "TRACE": True, "SRC": 2, "MPOOL_T": 32, "MPOOL_K": 16,
+                     "BY_COUNT": False, "TILE": 8192, "PDL": True, "TAGGED": True, "num_warps": 8,
+                     "launch_pdl": True}  # fmt: skip
+    assert "launch_pdl" not in kp.merge_options(plan, src=0, trace=False, tab_iterations=6, pdl=False)
 
 
 def test_probe_timeline_anchors_exist() -> None:
     """benchmarks/probe_timeline.py inserts its clock reads after fixed source lines of the kernels;
-    every anchor must still occur exactly once (it asserts so while building the probed copy)."""
+    every anchor must still occur exactly once (it asserts so while building the probed copies)."""
     import importlib.util
     from pathlib import Path
 
@@ -167,37 +148,36 @@ def test_probe_timeline_anchors_exist() -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert "_probe(" in module.probed_source()
+    sources = module.probed_sources()
+    assert set(sources) == {"tile_jit", "merge_jit", "finish_jit"}
+    assert all("_probe(" in src for src in sources.values())
 
 
 def test_stagger_defaults() -> None:
     """The tile programs' stagger (timing only): one slot's tiles at STAGGER_BYTES_PER_NS, rounded up
     (an H200: 132 SMs x 16 KiB of binary32 tiles, 451 ns; bfloat16 half of that); off under the
-    interpreter and off a GPU, explicit values kept on a GPU, and the default only where a second
-    slot exists in the two-launch form."""
+    interpreter and off a GPU."""
     assert kp.stagger_ns(132, 4096, 4) == 451  # ceil(2,162,688 / 4800)
     assert kp.stagger_ns(132, 4096, 2) == 226
     assert kp.stagger_ns(1, 1, 1) == 1
     assert kp.stagger_ns(132, 8192, 4) == 902
     plan = kp.Plan.for_shape(16, 163_840, tile=kp.TILE)
     assert plan.stagger is None
-    assert plan.stagger_wave == kp.STAGGER_WAVE  # (64 registers: eight programs per SM)
-    assert kp.Plan.for_shape(16, 163_840).stagger_wave == 4  # (BIG_TILE at 128 registers: four)
     assert kp.Plan.for_shape(16, 163_840, stagger_wave=6).stagger_wave == 6
     assert kp._stagger(plan, torch.device("cpu"), 0) == 0
     assert kp._stagger(kp.Plan.for_shape(16, 163_840, stagger=300), torch.device("cpu"), 0) == 0
 
 
 def test_stagger_choice_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    """_stagger as a compiled launch on an H200 sees it (132 SMs; the interpreter switched off here)."""
+    """_stagger as a compiled launch on an H200 sees it (132 SMs; the interpreter switched off here):
+    the default where a second slot exists, explicit values kept."""
     monkeypatch.setattr(kp, "interpreting", lambda: False)
     monkeypatch.setattr(kp, "_slots", lambda device: 132)
     gpu = torch.device("cuda")
-    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False, tile=kp.TILE), gpu, 0) == 451  # 640
-    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False, tile=kp.TILE), gpu, 1) == 226  # bf16
-    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False), gpu, 0) == 902  # 320 of BIG_TILE
-    assert kp._stagger(kp.Plan.for_shape(3, 163_840, fused=False), gpu, 0) == 0  # 120 programs: one slot
-    assert kp._stagger(kp.Plan.for_shape(6, 163_840, fused=False), gpu, 0) == 0  # 120 of BIG_TILE
-    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=True), gpu, 0) == 0  # not measured fused
-    assert kp._stagger(kp.Plan.for_shape(16, 163_840, fused=False, stagger=0), gpu, 0) == 0
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, tile=kp.TILE), gpu, 0) == 451  # 640 programs
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, tile=kp.TILE), gpu, 1) == 226  # bf16
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840), gpu, 0) == 902  # 320 of BIG_TILE
+    assert kp._stagger(kp.Plan.for_shape(3, 163_840), gpu, 0) == 0  # 120 programs: one slot
+    assert kp._stagger(kp.Plan.for_shape(6, 163_840), gpu, 0) == 0  # 120 of BIG_TILE
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, stagger=0), gpu, 0) == 0
     assert kp._stagger(kp.Plan.for_shape(1, 163_840, stagger=700), gpu, 0) == 700

@@ -27,6 +27,7 @@ from dyadic24.kernels.exp_table import TABLE_PATH, load_table  # noqa: E402
 from dyadic24.kernels.gpu_check import FIELDS, Inputs, row_diffs  # noqa: E402
 from dyadic24.kernels.propose import (  # noqa: E402
     TRACE_WORDS,
+    Plan,
     kernel_device,
     make_outputs,
     make_workspace,
@@ -107,26 +108,18 @@ def test_table_rows_use_the_table() -> None:
 
 
 @pytest.mark.parametrize(
-    ("vocab", "tile", "chunk"),
-    [(1100, 32, 32), (4097, 4096, 1024), (10000, 4096, 1024), (3000, 64, 64)],
-)
-def test_multi_tile_and_multi_chunk_merge(vocab: int, tile: int, chunk: int) -> None:
-    """Several vocabulary tiles and several merge chunks (clause 3.2) give the reference's bits."""
+    ("vocab", "tile", "pool"),
+    [(1100, 32, (64, 8)), (4097, 4096, (2, 32)), (10000, 4096, (4, 32)), (3000, 64, (64, 8))],
+)  # fmt: skip
+def test_multi_tile_merge(vocab: int, tile: int, pool: tuple[int, int]) -> None:
+    """Several vocabulary tiles (clause 3.2) give the reference's bits through the merge's paired pools
+    (past 128 tiles, the threshold merge: test_kernel_select.py)."""
     rng = np.random.default_rng(vocab)
     inp = Inputs(fuzz.make_call(rng, 2, vocab, "float32", _table_z(), families=("ties", "normal")), DEVICE)
     c = inp.call
-    out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=c.tau,
-                  tile=tile, chunk=chunk)  # fmt: skip
-    assert gpu_check.outputs_match(out, inp.reference())
-
-
-def test_tl_topk_variant_gives_the_same_bits() -> None:
-    """Triton's bitonic tl.topk (a performance option) selects the same C (clause 3.2)."""
-    rng = np.random.default_rng(21)
-    inp = Inputs(fuzz.make_call(rng, 3, 300, "float32", _table_z()), DEVICE)
-    args = (inp.logits, inp.temperature, inp.seed, inp.round, inp.position)
-    # small tiles: the interpreter runs tl.topk's reductions element by element
-    out = propose(*args, tau=inp.call.tau, use_tl_topk=True, tile=128, chunk=64)
+    plan = Plan.for_shape(2, vocab, tile)
+    assert plan.pool_shape == pool
+    out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=c.tau, plan=plan)
     assert gpu_check.outputs_match(out, inp.reference())
 
 

@@ -1,9 +1,9 @@
-"""Triton's bitonic top-k (the GPU's ordering) gives the reference's bits (clauses 3.1, 3.2).
+"""Triton's bitonic top-k and sort (the GPU's ordering) give the reference's bits (clauses 3.1, 3.2).
 
 Under the interpreter the default plans order candidates by exact count matrices (``by_count``); the
-plans here take the GPU's bitonic networks instead, in the tile, the merge's pool and the column-group
-bound. Slow under the interpreter: V = 9000 by default, more in the deep profile. Rows and plans:
-kernel_rows.py.
+plans here take the GPU's bitonic networks instead, in the tile (with its per-warp bound), the
+merge's pool and its hot pairs. Slow under the interpreter: V = 9000 and 4500 by default, more in the
+deep profile. Rows and plans: kernel_rows.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from kernel_rows import check_plan, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
-ORDER = ["bitonic", "bitonic_fused_pool", "warp_bound", "wide", "fcap64", "halves_bitonic"]
+ORDER = ["bitonic", "halves_bitonic", "bitonic_pairs"]
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(ORDER))

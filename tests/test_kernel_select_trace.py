@@ -1,4 +1,4 @@
-"""16-bit logits and traces through the kernel's launch forms (clauses 1.2, 12.3).
+"""16-bit logits and traces through the kernel's merges (clauses 1.2, 12.3).
 
 Split from test_kernel_select.py so that pytest-xdist's two workers, which take whole files, share
 the kernel tests evenly (CI's budget, README).
@@ -17,10 +17,10 @@ select_backend()
 
 from dyadic24.kernels.exp_table import TABLE_PATH  # noqa: E402
 from dyadic24.kernels.gpu_check import Inputs, row_diffs  # noqa: E402
-from dyadic24.kernels.propose import TRACE_WORDS, Plan, make_workspace, propose  # noqa: E402
+from dyadic24.kernels.propose import TRACE_WORDS, make_workspace, propose  # noqa: E402
 from dyadic24.kernels.trace import decode  # noqa: E402
 
-from kernel_rows import DEVICE, PLANS, check_plan, make_call  # noqa: E402
+from kernel_rows import DEVICE, check_plan, make_call, plan_for  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
@@ -41,22 +41,23 @@ def test_half_precision_logits_in_big_tiles(dtype: str) -> None:
     check_plan("halves", 9000, dtype)
 
 
-@pytest.mark.parametrize("plan_name", ["default", "fused", "split_finish"])
+@pytest.mark.parametrize("plan_name", ["default", "poll"])
 def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
-    """clause 12.3 through the two- (polling merge), one- and three-launch forms; the tagged forms'
-    counters are left at a count of 0 and the next epoch for the next launch."""
+    """clause 12.3 through the merge that waits and the polling merge (greedy rows with a trace take the
+    full finish); the polling merge leaves each row's counter at the next epoch for the next launch."""
     call = make_call(9000, 5)
     inp = Inputs(call, DEVICE)
     rows = len(call.logits)
     ws = make_workspace(rows, 9000, DEVICE)
-    plan = Plan.for_shape(rows, 9000, **PLANS[plan_name])
+    plan = plan_for(plan_name, rows, 9000)
+    assert plan.tags is (plan_name == "poll")  # (3 tiles: a paired pool of 4)
     for launch in range(2):
         buf = torch.zeros((rows, TRACE_WORDS), dtype=torch.int64, device=DEVICE)
         out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau,
                       trace=buf, workspace=ws, plan=plan)  # fmt: skip
         counter = ws.counter.cpu().numpy()
         assert not (counter & 0xFFFFFF).any()
-        assert ((counter >> 24) == (launch + 1 if plan.fused or plan.tags else 0)).all()
+        assert ((counter >> 24) == (launch + 1 if plan.tags else 0)).all()
         _, token, ids, tickets = (t.cpu().numpy() for t in out)
         traces = decode(buf.cpu().numpy(), token, ids, tickets)
         want = inp.reference(trace=True)

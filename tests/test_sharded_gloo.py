@@ -10,11 +10,10 @@ EVERY rank's outputs were compared with the expected outputs / the fast referenc
 CI cost on 2 cores: world 2 runs, of each (V, tau, format) group of golden vectors, the vectors up
 to 8 rows (128 of 291 vectors, 168 of 470 rows; every rank runs the merge of every row, ~0.08 s per
 row and rank under the interpreter), the targeted status rows, the validation cases and a small
-fuzz (the tl.topk merge in the reuse section only: in the fuzz, where every fourth batch took it,
-it cost 30 of the fuzz's 36 s). Every golden vector runs unsharded in the default run
+fuzz. Every golden vector runs unsharded in the default run
 (tests/test_kernel_propose.py, with traces), and test_merge_over_many_ranks_without_processes
 merges 40 ranks' records in one process. DYADIC24_DEEP=1: every split pattern of every golden
-vector at world 2, a bigger fuzz with the tl.topk merge in every fourth batch, and world 4 (four
+vector at world 2, a bigger fuzz, and world 4 (four
 processes, which on CI's 2 cores cost more than the rest of this file): every golden vector, uneven
 shards in shuffled rank order, V < 4, the validation cases on 4 ranks.
 """
@@ -89,7 +88,6 @@ def _spawn(tmp: Path, world: int, extra: list[str]) -> dict[str, Any]:
 def world2(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     extra = ["--only", "golden,statuses,validation,reuse,exchange,fuzz", "--rows", "200" if DEEP else "32",
              "--max-vocab", "5000", "--max-batch", "8", "--unsharded-every", "4",
-             "--tl-topk-every", "4" if DEEP else "0",
              "--fuzz-seconds", "0", "--reference-rows", "100000"]  # fmt: skip
     extra += ["--golden-splits", "all"] if DEEP else ["--golden-rows-per-group", str(WORLD2_GOLDEN_ROWS)]
     return _spawn(tmp_path_factory.mktemp("sharded2"), 2, extra)
@@ -178,7 +176,7 @@ def test_merge_over_many_ranks_without_processes() -> None:
             with np.errstate(all="ignore"):
                 sharded_jit.shard_tile_kernel[(batch,)](
                     part.view(torch.int32), rec, rec, size, off, 1, sharded.RECORD_WORDS, 32,
-                    sharded.RECORD_WORDS, TILE=64, SRC=0, USE_TL_TOPK=False,
+                    sharded.RECORD_WORDS, TILE=64, SRC=0,
                 )  # fmt: skip
         records.append(rec)
     gathered = torch.cat(records)
@@ -190,7 +188,7 @@ def test_merge_over_many_ranks_without_processes() -> None:
     with np.errstate(all="ignore"):
         sharded_jit.shard_merge_kernel[(batch,)](
             gathered, temp, *u64, tab.z, tab.e, *outs, batch, world, tau_bits, tab.size,
-            WBLOCK=32, TAB_ITERS=tab.iterations, USE_TL_TOPK=False,
+            WBLOCK=32, TAB_ITERS=tab.iterations,
         )  # fmt: skip
     want = propose_fast(call.logits, call.temperature, call.seed, call.round, call.position, tau=call.tau)
     assert sorted(set(want.status.tolist())) == [0, 1, 2, 3, 4]
@@ -250,9 +248,9 @@ def test_world2_validation(world2: dict[str, Any]) -> None:
         assert case["ranks"] == [case["expected"]] * 2, name
 
 
-def test_world2_workspace_reuse_and_tl_topk(world2: dict[str, Any]) -> None:
-    """The capturable form (workspace + out reused; multi-tile shards through the reduce kernel) and
-    the tl.topk variant give the reference's bits."""
+def test_world2_workspace_reuse(world2: dict[str, Any]) -> None:
+    """The capturable form (workspace + out reused; multi-tile shards through the reduce kernel) gives
+    the reference's bits."""
     sec = _section(world2, "reuse")
     assert sec["rows"] == 8 and sec["n_tiles"] >= 2
 

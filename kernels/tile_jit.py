@@ -1,0 +1,458 @@
+# mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
+"""The tile stage: one program per (row, vocabulary tile) finds the tile's 32 largest keys and its
+status flags (clauses 1.2, 2.1, 3.1, 3.2, 4.1).
+
+The tile's top 32 keys are found by a value threshold: a proven lower bound theta of the tile's 32nd
+value, then the compaction of what lies above it (and, when needed, of the lowest-ID ties at theta)
+and an exact order. Every choice of bound and layout gives the same keys; the bound and the layout
+only decide how much work that takes (benchmarks/DESIGN.md "Tile selection"):
+
+- ``_tile_fast``, the column-group tile (tiles of 8 to 64 elements per thread): each thread holds one
+  column group, theta comes from the column maxima, the selection is a bit mask per column;
+- ``_tile_part``, the strided-group tile: the exact fallback when more than FCAP elements pass the
+  column-group bound (and the tile of small test tiles); more than CAP elements above its own bound
+  take 32 successive maxima (select_jit.top32_extract).
+
+A greedy row without a trace stores only the tile's largest key (clause 4.1: the argmax is all it
+needs). With TAGGED, every stored word carries the row's tag (tags_jit).
+"""
+
+from dyadic24.kernels.backend import select_backend
+
+select_backend()
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.language.extra.cuda import gdc_launch_dependents  # noqa: E402
+
+from dyadic24.kernels.ieee_jit import F32_POS_INF, KEY_PAD, SRC_F32  # noqa: E402
+from dyadic24.kernels.select_jit import (  # noqa: E402
+    INT32_MAX,
+    INT32_MIN,
+    K_C,
+    SK_NEG_INF,
+    SK_POS_INF,
+    bit_index,
+    bits_i32,
+    count_pair,
+    kth32_smallest,
+    kth32_value,
+    load_bits_i32,
+    popc32,
+    rank_desc,
+    scan_pair,
+    top32,
+    top32_extract,
+    value_key32,
+)
+from dyadic24.kernels.tags_jit import row_tags  # noqa: E402
+
+# benchmarks/DESIGN.md "Tile size, warps and registers" and "Tile selection":
+WARPS = tl.constexpr(4)  # warps per tile program
+NT = tl.constexpr(32 * WARPS.value)  # column groups of the column-group tile: one per thread
+GROUPS = tl.constexpr(128)  # _tile_part's strided groups (the 32nd largest maximum bounds the tile's 32nd)
+CAP = tl.constexpr(64)  # _tile_part's compaction slots (more above its bound: 32 successive maxima)
+FCAP = tl.constexpr(128)  # _tile_fast's compaction slots (more: _tile_part); the workspace's row width
+SMALL_SEL = tl.constexpr(64)  # _tile_fast orders at most this many selected elements in 64 lanes
+
+
+# V is specialised (a vocabulary that is a multiple of 16 is known to give 64-byte aligned rows, so
+# the logits are read with 16-byte loads); n_tiles is not (no variant per "== 1" / "% 16" pattern).
+@triton.jit(do_not_specialize=["n_tiles"])
+def tile_kernel(
+    logits_ptr,
+    cand_ptr,
+    flags_ptr,
+    scratch_ptr,
+    counter_ptr,
+    temp_ptr,
+    V,
+    n_tiles,
+    TILE: tl.constexpr,
+    SRC: tl.constexpr,
+    TRACE: tl.constexpr,
+    BY_COUNT: tl.constexpr,
+    TAGGED: tl.constexpr,
+    PDL: tl.constexpr,
+    STAGGER: tl.constexpr,
+    SLOTS: tl.constexpr,
+    WAVE: tl.constexpr,
+):
+    """Per (row, tile): the tile's top 32 keys at cand[row, tile, :] (clauses 3.1, 3.2: descending,
+    KEY_PAD past the tile's end) and its status flags at flags[row, tile] (clause 2.1: NaN << 2 |
+    +inf << 1 | live; the maximum over the row's tiles gives the row's status, since that bit order
+    is the status precedence). Logits of any format are widened to binary32 patterns by integer
+    operations (clause 1.2). A greedy row without a trace (clause 4.1) stores only the tile's largest
+    key, in lane 0.
+
+    TAGGED: every stored word carries the row's tag (tags_jit). PDL: the merge, a programmatic
+    dependent launch, may be scheduled at once. STAGGER (ns, GPU only; timing, no output depends on
+    it): SM slot g = pid // SLOTS of the first WAVE slots starts g * STAGGER ns late, so that the
+    slots' loads reach the memory in turn (DESIGN.md "Stagger")."""
+    pid = tl.program_id(0).to(tl.int64)
+    if PDL:
+        gdc_launch_dependents()
+    if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime)
+        if pid >= SLOTS and pid < SLOTS * WAVE:
+            _hold(pid // SLOTS * STAGGER)
+    row = pid // n_tiles
+    tile = pid - row * n_tiles
+    greedy_fast = False
+    if not TRACE:
+        greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
+    _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
+    if TILE >= 8 * NT and TILE <= 64 * NT:
+        _tile_fast(
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
+            TILE, SRC, BY_COUNT,
+        )  # fmt: skip
+    else:
+        _tile_part(
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
+            greedy_fast, ktag, ftag, TILE, SRC,
+        )  # fmt: skip
+
+
+@triton.jit
+def _tile_fast(
+    logits_ptr,
+    cand_ptr,
+    flags_ptr,
+    scratch_ptr,
+    pid,
+    row,
+    tile,
+    V,
+    greedy_fast,
+    ktag,
+    ftag,
+    TILE: tl.constexpr,
+    SRC: tl.constexpr,
+    BY_COUNT: tl.constexpr,
+):
+    """The column-group tile: the tile's candidates and flags (as _tile_part) with little work per element.
+
+    Layout. The tile is an [R, GW NT] array, element r * GW NT + c; column group t is columns GW t ..
+    GW t + GW - 1, GW = the elements of one 16-byte load (4 binary32, 8 bfloat16 / binary16), so
+    that thread t holds its R x GW elements and group reductions stay in registers. A tile of more
+    than 32 NT elements is two such arrays (HALVES = 2; the second from element TILE / 2 on), whose
+    elements of column group t form one group with one selection mask per half (a 32-bit mask holds
+    R GW <= 32 bits): per element the same work, per tile the bound, scan, compaction and top 32 once
+    for twice the elements.
+
+    Bound (clause 3.2). Any theta that 32 distinct elements reach bounds the tile's 32nd value: its
+    top 32 keys are the elements above theta and, when fewer than 32 of those exist, the lowest-ID
+    elements at theta. On the GPU theta is the smallest over the NT / 32 warps of the warp's
+    (32 / warps)-th largest column maximum (32 distinct columns reach it, and no exchange between
+    warps is needed); BY_COUNT (the interpreter) takes the 32nd largest column maximum by an exact
+    count. When the ties at theta are needed and too many, phi = the 32nd smallest of the columns'
+    lowest tie indices bounds them (_with_ties).
+
+    Selection. Each column records its selected elements as a bit mask, formed for the ties only
+    when fewer than 32 elements lie above theta (_eq_masks), and writes their indices to consecutive
+    slots of the program's row of the workspace after an exclusive scan of the column counts; the
+    selected elements (at most FCAP) are reloaded, keyed and ordered (_selected_top32). More than
+    FCAP selected (large values crowded into a few warps' columns) takes _tile_part: the layout is a
+    matter of speed only, the bounds hold for any partition into columns.
+
+    Value keys by value_key32; a NaN maps above +inf or below -inf (the flags look at both ends);
+    lanes past V read as -inf."""
+    GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # elements per 16-byte load: one thread's columns
+    HALVES: tl.constexpr = 2 if TILE > NT * 32 else 1  # a 32-bit mask holds a group's elements of one half
+    HALF: tl.constexpr = TILE // HALVES
+    R: tl.constexpr = HALF // (NT * GW)
+    rr = tl.arange(0, R)[:, None]
+    cc = tl.arange(0, NT * GW)[None, :]
+    loc = rr * (NT * GW) + cc
+    first_id = tile * TILE
+    lim = tl.minimum(V - first_id, TILE).to(tl.int32)
+    inb = loc < lim
+    full = first_id + TILE <= V
+    base = logits_ptr + (row * V + first_id)
+    inb2 = loc + HALF < lim
+    b = _tile_bits(base, loc, inb, full, SRC)
+    b2 = b
+    if HALVES == 2:  # (ptxas still issues all 16 loads before the first use: aot_check's load audit)
+        b2 = _tile_bits(base + HALF, loc, inb2, full, SRC)
+    sk = value_key32(b)  # (-0 ties +0, clause 3.1)
+    cmax = tl.max(sk, axis=0)
+    cmin = tl.min(sk, axis=0)
+    sk2 = sk
+    if HALVES == 2:
+        sk2 = value_key32(b2)
+        cmax = tl.maximum(cmax, tl.max(sk2, axis=0))
+        cmin = tl.minimum(cmin, tl.min(sk2, axis=0))
+    gmax = tl.max(tl.reshape(cmax, [NT, GW]), axis=1)
+    gmin = tl.min(tl.reshape(cmin, [NT, GW]), axis=1)
+    # clause 2.1: each column's flag word, then their maximum (one reduction): the bits' order is the
+    # status precedence, so the row's status from the maximum over all words equals the status from
+    # the tile's word as _tile_part forms it (only bits below a set NaN bit differ)
+    nan = (gmax > F32_POS_INF) | (gmin < SK_NEG_INF)
+    words = (
+        (nan.to(tl.int32) << 2) | ((gmax == SK_POS_INF).to(tl.int32) << 1) | (gmax > SK_NEG_INF).to(tl.int32)
+    )
+    flags = tl.max(words)
+    tl.store(flags_ptr + pid, flags ^ ftag)
+    l32 = tl.arange(0, K_C)
+    out = cand_ptr + pid * K_C
+    if greedy_fast:  # clause 4.1: the tile's largest key alone (lowest ID among equal values)
+        top = tl.max(gmax)
+        first = tl.min(tl.min(tl.where(inb & (sk == top), loc, TILE), axis=0))
+        if HALVES == 2:
+            first = tl.minimum(first, tl.min(tl.min(tl.where(inb2 & (sk2 == top), loc + HALF, TILE), axis=0)))
+        amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))  # its key (clause 3.1)
+        tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
+    else:
+        # (a NaN below -inf could pull theta under the -inf of the lanes past V; the row fails anyway)
+        if BY_COUNT:
+            theta = tl.maximum(kth32_value(gmax, gmax >= INT32_MIN), SK_NEG_INF)  # (all counted)
+        else:
+            runs: tl.constexpr = NT // 32
+            theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
+        bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
+        gtb, gtb2, c_gt, n_gt = _gt_masks(sk, sk2, theta, bit, HALVES, GW)
+        col = tl.arange(0, NT)  # (the compaction's column indices)
+        if n_gt >= K_C:  # ties are needed only while n_gt < 32
+            bits = gtb
+            bits2 = gtb2
+            cnt = c_gt
+            n_sel = n_gt
+        else:  # (the ties' masks only here)
+            eqb, eqb2, c_eq, n_eq = _eq_masks(sk, inb, sk2, inb2, full, theta, bit, HALVES, GW)
+            bits, bits2, cnt, n_sel = _with_ties(
+                gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE, HALVES, GW
+            )
+        if n_sel <= FCAP:
+            # each column's selected indices to consecutive slots of the program's row, lowest bit first
+            # (first half first)
+            s_row = scratch_ptr + pid * FCAP
+            slot = tl.cumsum(cnt, 0) - cnt
+            kmax = tl.max(cnt)
+            n = kmax * 0
+            while n < kmax:
+                if HALVES == 2:
+                    first_half = bits != 0
+                    lowbit = tl.where(first_half, bits, bits2)
+                    lowbit = lowbit & -lowbit
+                    bi = bit_index(lowbit)
+                    li = _bit_loc(bi, col, GW) + tl.where(first_half, 0, HALF)
+                    bits = tl.where(first_half, bits ^ lowbit, bits)
+                    bits2 = tl.where(first_half, bits2, bits2 ^ lowbit)
+                else:
+                    lowbit = bits & -bits
+                    bi = bit_index(lowbit)
+                    li = _bit_loc(bi, col, GW)
+                    bits = bits ^ lowbit
+                tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
+                n += 1
+            tl.debug_barrier()  # the indices were written by other threads of this program
+            # (the common case, ~50 selected for Gaussian logits, orders 64 lanes: one merge round and
+            # one exchange between warps fewer than FCAP)
+            if n_sel <= SMALL_SEL:
+                top = _selected_top32(s_row, base, first_id, n_sel, SMALL_SEL, SRC, BY_COUNT)
+            else:
+                top = _selected_top32(s_row, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
+            tl.store(out + l32, top ^ ktag)
+        else:
+            _tile_part(
+                logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
+                greedy_fast, ktag, ftag, TILE, SRC,
+            )  # fmt: skip
+
+
+@triton.jit
+def _tile_part(
+    logits_ptr,
+    cand_ptr,
+    flags_ptr,
+    s_base,
+    pid,
+    row,
+    tile,
+    V,
+    greedy_fast,
+    ktag,
+    ftag,
+    TILE: tl.constexpr,
+    SRC: tl.constexpr,
+):
+    """The strided-group tile: the tile's candidates and flags NaN << 2 | +inf << 1 | live (clause
+    2.1; a NaN gets the largest key, so the tile's largest key alone tells NaN, else +inf, else
+    "anything but -inf").
+
+    theta = the 32nd largest (with multiplicity) of the G strided group maxima of the int32 value
+    keys, G = min(GROUPS, TILE); 32 distinct elements have a value >= theta, so the tile's top 32
+    keys are every element of value > theta when there are at least 32 of those, otherwise all of them
+    and the lowest-ID elements of value theta. These (at most CAP) are compacted as keys into the
+    program's row of the workspace (s_base + pid * CAP: callers pass scratch_ptr + pid * (FCAP - CAP),
+    so that it is the program's row of FCAP slots), ranked by an exact integer count and stored at
+    their rank. More than CAP above theta (adversarial data) takes 32 successive maxima."""
+    G: tl.constexpr = GROUPS if TILE > GROUPS else TILE
+    # per-element state is int32 (value keys, local indices); keys are formed only for the compaction
+    loc = tl.arange(0, TILE)
+    first_id = tile * TILE
+    inb = loc < tl.minimum(V - first_id, TILE).to(tl.int32)
+    b = load_bits_i32(logits_ptr + (row * V + first_id), loc, inb, SRC)
+    sk = tl.where(inb, tl.where((b & 0x7FFFFFFF) > F32_POS_INF, INT32_MAX, value_key32(b)), INT32_MIN)
+    gm = tl.max(tl.reshape(sk, [TILE // G, G]), axis=0)  # strided groups: lane g holds g mod G
+    top = tl.max(gm)
+    flags = (
+        ((top == INT32_MAX).to(tl.int32) << 2)
+        | ((top == SK_POS_INF).to(tl.int32) << 1)
+        | (top > SK_NEG_INF).to(tl.int32)
+    )
+    tl.store(flags_ptr + pid, flags ^ ftag)
+    l32 = tl.arange(0, K_C)
+    out = cand_ptr + pid * K_C
+    if greedy_fast:  # clause 4.1: the tile's largest key alone, in lane 0
+        first = tl.min(tl.where(inb & (sk == top), loc, TILE))
+        amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))  # its key (clause 3.1)
+        tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
+    else:
+        if G == K_C:  # noqa: SIM108 (constexpr branch)
+            theta = tl.min(gm)
+        else:
+            theta = kth32_value(gm, gm > INT32_MIN)
+        gt = inb & (sk > theta)
+        eq = inb & (sk == theta)
+        n_gt, n_eq = count_pair(gt, eq, TILE)
+        if n_gt <= CAP:
+            c_gt, c_eq = scan_pair(gt, eq, TILE)
+            need = K_C - n_gt
+            sel = gt | (eq & (c_eq <= need))
+            slot = tl.where(gt, c_gt - 1, n_gt + c_eq - 1)
+            s_row = s_base + pid * CAP
+            tl.store(s_row + slot, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), mask=sel)
+            n_sel = n_gt + tl.minimum(tl.maximum(need, 0), n_eq)
+            tl.debug_barrier()  # the compacted keys were written by other threads of this program
+            lane = tl.arange(0, CAP)
+            live = lane < n_sel
+            s = tl.load(s_row + lane, mask=live, other=KEY_PAD)
+            rank = rank_desc(s, live)
+            tl.store(out + rank, s ^ ktag, mask=live & (rank < K_C))
+            tl.store(out + l32, tl.full([K_C], KEY_PAD, tl.int64) ^ ktag, mask=l32 >= n_sel)
+        else:
+            key = tl.where(inb, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), KEY_PAD)
+            tl.store(out + l32, top32_extract(key) ^ ktag)
+
+
+@triton.jit
+def _tile_bits(base, loc, inb, full, SRC: tl.constexpr):
+    """A tile's binary32 patterns as int32 (clause 1.2), lanes past V as -inf (0xFF800000).
+
+    A full tile loads without a mask in a block of its own: with only the masked form, ptxas kept
+    some of a thread's 16-byte loads behind the first ones' data (their registers reused), DRAM round
+    trips in a row instead of one (aot_check audits the SASS). The same bits either way."""
+    if full:
+        b = bits_i32(tl.load(base + loc), SRC)
+    else:
+        b = tl.where(inb, bits_i32(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
+    return b
+
+
+@triton.jit
+def _group_bits(x, GW: tl.constexpr):
+    """Per column group of an [R, GW NT] tile (one thread's R x GW elements): the sum of x over the
+    group's elements, which is their OR when x holds distinct powers of two (_tile_fast's ``bit``)."""
+    return tl.sum(tl.reshape(tl.sum(x, axis=0), [NT, GW]), axis=1)
+
+
+@triton.jit
+def _bit_loc(bi, col, GW: tl.constexpr):
+    """The half-tile index of bit bi of column group col's mask (bit GW r + j: row r, column j)."""
+    return (bi // GW) * (NT * GW) + col * GW + (bi % GW)
+
+
+@triton.jit
+def _gt_masks(sk, sk2, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
+    """The elements above theta as one bit mask per column group and half (gtb2 for the second half,
+    gtb2 = gtb with one half), the groups' counts and the tile's total: (gtb, gtb2, c_gt, n_gt).
+    Masks, not per-element flags: nothing per element stays live past this point, and the counts are
+    the masks' popcounts."""
+    gtb = _group_bits(tl.where(sk > theta, bit, 0), GW)
+    c_gt = popc32(gtb)
+    gtb2 = gtb
+    if HALVES == 2:
+        gtb2 = _group_bits(tl.where(sk2 > theta, bit, 0), GW)
+        c_gt += popc32(gtb2)
+    return gtb, gtb2, c_gt, tl.sum(c_gt)
+
+
+@triton.jit
+def _eq_masks(sk, inb, sk2, inb2, full, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
+    """The elements at theta as _gt_masks forms those above it (eqb, eqb2, c_eq, n_eq); formed only when
+    fewer than 32 lie above theta (Gaussian rows almost never: DESIGN.md "Tile selection")."""
+    eqb = _group_bits(tl.where(sk == theta, bit, 0), GW)
+    if not full:  # lanes past V read as -inf and must not tie with theta = -inf
+        eqb = eqb & _group_bits(tl.where(inb, bit, 0), GW)
+    c_eq = popc32(eqb)
+    eqb2 = eqb
+    if HALVES == 2:
+        eqb2 = _group_bits(tl.where(sk2 == theta, bit, 0), GW)
+        if not full:
+            eqb2 = eqb2 & _group_bits(tl.where(inb2, bit, 0), GW)
+        c_eq += popc32(eqb2)
+    return eqb, eqb2, c_eq, tl.sum(c_eq)
+
+
+@triton.jit
+def _with_ties(gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE: tl.constexpr,
+               HALVES: tl.constexpr, GW: tl.constexpr):  # fmt: skip
+    """_tile_fast's selection when fewer than 32 elements lie above theta: those and the ties at theta,
+    or, when that is more than FCAP, the ties of lowest ID bounded by phi = the 32nd smallest of the
+    columns' lowest tie indices (a column's lowest tie is its mask's lowest bit: within a column the
+    index grows with the bit, and every first-half index is below every second-half one; at least
+    32 ties lie at or below phi). (bits, bits2, cnt, n_sel) as _tile_fast's."""
+    if n_gt + n_eq <= FCAP:
+        bits = gtb | eqb
+        bits2 = gtb2 | eqb2
+        cnt = c_gt + c_eq
+        n_sel = n_gt + n_eq
+    else:
+        HALF: tl.constexpr = TILE // HALVES
+        col = tl.arange(0, NT)
+        lo = bit_index(eqb & -eqb)
+        tmin = tl.where(eqb != 0, _bit_loc(lo, col, GW), TILE)
+        if HALVES == 2:
+            lo2 = bit_index(eqb2 & -eqb2)
+            tmin2 = HALF + _bit_loc(lo2, col, GW)
+            tmin = tl.where((eqb == 0) & (eqb2 != 0), tmin2, tmin)
+        phi = kth32_smallest(tmin)
+        bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), GW))
+        cnt = popc32(bits)
+        bits2 = bits
+        if HALVES == 2:
+            bits2 = gtb2 | (eqb2 & _group_bits(tl.where(loc + HALF <= phi, bit, 0), GW))
+            cnt += popc32(bits2)
+        n_sel = tl.sum(cnt)
+    return bits, bits2, cnt, n_sel
+
+
+@triton.jit
+def _selected_top32(s_idx, base, first_id, n_sel, N: tl.constexpr, SRC: tl.constexpr, BY_COUNT: tl.constexpr):
+    """The top 32 keys (descending, KEY_PAD past n_sel) of a tile's n_sel <= N selected elements,
+    whose tile-local indices _tile_fast wrote to s_idx[0:n_sel]; their logits are read again."""
+    lane = tl.arange(0, N)
+    live = lane < n_sel
+    li = tl.load(s_idx + lane, mask=live, other=0).to(tl.int32)
+    sk = value_key32(load_bits_i32(base, li, live, SRC))
+    key = tl.where(live, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + li)), KEY_PAD)
+    return top32(key, BY_COUNT)
+
+
+@triton.jit
+def _globaltimer(dep, nap):
+    """%globaltimer (ns; GPU only), read once dep is known, after a 128 ns nanosleep when nap != 0."""
+    return tl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ne.s64 p, $2, 0; @p nanosleep.u32 128; mov.u64 $0, %globaltimer; }",
+        "=l,l,l", [dep.to(tl.int64), nap.to(tl.int64)], dtype=tl.int64, is_pure=False, pack=1,
+    )  # fmt: skip
+
+
+@triton.jit
+def _hold(d):
+    """Wait about d ns (GPU only): the stagger's wait, no effect on any output."""
+    t0 = _globaltimer(d, d * 0)
+    t = t0
+    while t < t0 + d:
+        t = _globaltimer(t, d * 0 + 1)
