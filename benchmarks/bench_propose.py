@@ -26,9 +26,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import triton
 
@@ -96,12 +98,38 @@ class Case:
 
         return run
 
-    def bodies(self) -> dict[str, Callable[[list[torch.Tensor]], None]]:
-        return {
-            "dyadic24-sampled": self.kernel(self.t_sampled),
-            "dyadic24-greedy": self.kernel(self.t_greedy),
-            **self.peers.bodies(kp.LAUNCHES),
-        }
+    def stages(self) -> dict[str, Callable[[list[torch.Tensor]], None]]:
+        """The default plan's tile kernel alone, and its merge kernel alone (untagged: it waits for the
+        candidates a full run of the untagged plan left in its workspace), sampled rows."""
+        b, v = self.batch, self.vocab
+        tab = kp.prepare("cuda")
+        tau_bits = int(np.float32(TAU).view(np.uint32))
+        src = 0 if self.dtype == torch.float32 else 1
+        plans = {"tile": kp.Plan.for_shape(b, v), "merge": replace(kp.Plan.for_shape(b, v), poll=False)}
+        spaces = {k: kp.make_workspace(b, v, "cuda", p.tile) for k, p in plans.items()}
+        kp.propose(self.sets[0][0], self.t_sampled, self.seed, self.round, self.positions[0], tau=TAU,
+                   out=self.outs[0], workspace=spaces["merge"], plan=plans["merge"])  # fmt: skip
+
+        def stage(name: str) -> Callable[[list[torch.Tensor]], None]:
+            plan, ws = plans[name], spaces[name]
+
+            def run(bufs: list[torch.Tensor]) -> None:
+                for p in range(DEPTH):
+                    o = self.outs[p]
+                    temp = self.t_sampled.view(torch.int32)
+                    common = (temp, self.seed, self.round, self.positions[p], tab.z, tab.e, *o, ws.flags)
+                    bits = bufs[p].view(torch.int32 if src == 0 else torch.int16)
+                    kp.launch(plan, bits, ws, common, tau_bits, tab, trace=False, src=src, stages=(name,))
+
+            return run
+
+        return {"dyadic24-tile-stage": stage("tile"), "dyadic24-merge-stage": stage("merge")}
+
+    def bodies(self, stages: bool = False) -> dict[str, Callable[[list[torch.Tensor]], None]]:
+        out = {"dyadic24-sampled": self.kernel(self.t_sampled), "dyadic24-greedy": self.kernel(self.t_greedy)}
+        if stages:
+            out.update(self.stages())
+        return {**out, **self.peers.bodies(kp.LAUNCHES)}
 
 
 def time_graphs(
