@@ -44,7 +44,7 @@ def oracle_only(rows: int, workers: int) -> dict[str, Any]:
 
 def conform(label: str, subject: list[str], rows: int, workers: int, out: Path) -> dict[str, Any]:
     """One `dyadic24 conform ... --bulk rows` run (bulk only), timed end to end."""
-    report = out / f"bulk_{label}.json"
+    report = out / f"bulk_{abs(hash(label))}.json"  # the label names the subject; not a safe file name
     cmd = [
         sys.executable,
         "-m",
@@ -67,8 +67,11 @@ def conform(label: str, subject: list[str], rows: int, workers: int, out: Path) 
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     wall = time.monotonic() - start
+    if not report.exists():
+        raise SystemExit(f"{label}: exit {proc.returncode}, no report; stderr ends: {proc.stderr[-600:]}")
     data = json.loads(report.read_text())["implementations"][0]["bulk"]
     report.unlink()
+    print(f"{label}: {data['rows']:,} rows, {data['rows_per_s']:,.0f} rows/s", flush=True)
     return {
         "what": label,
         "command": " ".join(["dyadic24", *cmd[3:-2]]),

@@ -15,7 +15,9 @@ fuzz. Every golden vector runs unsharded in the default run
 merges 40 ranks' records in one process. DYADIC24_DEEP=1: every split pattern of every golden
 vector at world 2, a bigger fuzz, and world 4 (four
 processes, which on CI's 2 cores cost more than the rest of this file): every golden vector, uneven
-shards in shuffled rank order, V < 4, the validation cases on 4 ranks.
+shards in shuffled rank order, V < 4, the validation cases on 4 ranks; and world 8, the largest
+tensor-parallel degree of one host (issue 24): every golden vector split over 8 ranks (many of them
+empty), the status rows, the validation cases on 8 ranks and fuzzed rows.
 """
 
 from __future__ import annotations
@@ -101,6 +103,16 @@ def world4(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
              "--max-batch", "6", "--fuzz-seconds", "0", "--reference-rows", "100000",
              "--golden-rows-per-group", "0", "--seed", "3"]  # fmt: skip
     return _spawn(tmp_path_factory.mktemp("sharded4"), 4, extra)
+
+
+@pytest.fixture(scope="module")
+def world8(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if not DEEP:
+        pytest.skip("world 8: deep profile (DYADIC24_DEEP=1; CI's budget, module docstring)")
+    extra = ["--only", "golden,statuses,validation,fuzz", "--rows", "64", "--max-vocab", "64",
+             "--max-batch", "6", "--fuzz-seconds", "0", "--reference-rows", "100000",
+             "--golden-rows-per-group", "0", "--seed", "5"]  # fmt: skip
+    return _spawn(tmp_path_factory.mktemp("sharded8"), 8, extra)
 
 
 def _section(report: dict[str, Any], name: str) -> dict[str, Any]:
@@ -305,3 +317,31 @@ def test_world4_fuzz(world4: dict[str, Any]) -> None:
     assert sec["rows"] == sec["rows_requested"] == sec["rows_vs_fast_reference"]
     assert sec["batches_with_an_empty_rank"] > 0
     assert world4["exit_status"] == 0 and world4["passed"]
+
+
+# ---------------------------------------------------------------- world 8
+
+
+def test_world8_golden(world8: dict[str, Any]) -> None:
+    """clause 13.1 at world 8: every golden vector, the small-V ones leaving most ranks empty."""
+    sec = _section(world8, "golden")
+    vectors, _, _ = _golden_count()
+    assert (sec["vectors"], sec["vectors_left_out"]) == (vectors, 0)
+    assert sec["empty_rank_shards"] > 0
+    assert not any(sec["failing_rows"].values())
+
+
+def test_world8_statuses_and_validation(world8: dict[str, Any]) -> None:
+    """clauses 1.5, 2.1, 2.3, 3.1 at world 8."""
+    _section(world8, "statuses")
+    sec = _section(world8, "validation")
+    for name, case in sec["cases"].items():
+        assert case["ranks"] == [case["expected"]] * 8, name
+
+
+def test_world8_fuzz(world8: dict[str, Any]) -> None:
+    """Fuzzed rows over 8 ranks against the fast reference."""
+    sec = _section(world8, "fuzz")
+    assert sec["rows"] == sec["rows_requested"] == sec["rows_vs_fast_reference"]
+    assert sec["batches_with_an_empty_rank"] > 0
+    assert world8["exit_status"] == 0 and world8["passed"]
