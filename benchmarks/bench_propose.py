@@ -37,7 +37,7 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from peers import Peers, _empty_kernel  # noqa: F401 (floor_probe launches it)
+from peers import Peers
 
 from dyadic24.kernels import propose as kp
 
@@ -136,7 +136,7 @@ class Case:
 def time_graphs(
     case: Case, body: Callable[[list[torch.Tensor]], None], replays: int, warmup: int
 ) -> dict[str, float]:
-    stream = torch.cuda.Stream()
+    stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         for s in case.sets[:2]:
@@ -152,8 +152,8 @@ def time_graphs(
     for i in range(warmup):
         graphs[i % len(graphs)].replay()
     torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]  # type: ignore[no-untyped-call]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]  # type: ignore[no-untyped-call]
     for i in range(replays):
         starts[i].record()
         graphs[i % len(graphs)].replay()

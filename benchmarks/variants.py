@@ -235,16 +235,11 @@ def main() -> int:
                             f"{name}/merge-stage", batch, dname, time_graphs(case, merges, args.replays, 20)
                         )
             if dname == "fp32" and args.baselines:
-                record("torch-topk-softmax-multinomial", batch, dname,
-                       time_graphs(case, case.torch_sampler, args.replays, 20))  # fmt: skip
-                record("torch-argmax", batch, dname, time_graphs(case, case.torch_argmax, args.replays, 20))
-                record("byte-floor", batch, dname, time_graphs(case, case.byte_floor, args.replays, 20))
+                peer = case.peers.bodies(kp.LAUNCHES)
+                for base in ("torch-topk-softmax-multinomial", "torch-argmax", "read-skeleton", "copy"):
+                    record(base, batch, dname, time_graphs(case, peer[base], args.replays, 20))
                 for n in (1, 2):
-
-                    def floor(bufs: list[torch.Tensor], n: int = n, dummy: torch.Tensor = case.dummy) -> None:
-                        for _ in range(DEPTH * n):
-                            bench_propose._empty_kernel[(1,)](dummy)
-
+                    floor = case.peers.bodies(n)["launch-floor"]
                     record(f"launch-floor-{n}", batch, dname, time_graphs(case, floor, args.replays, 20))
             del case
             if DEVICE == "cuda":

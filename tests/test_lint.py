@@ -31,3 +31,6 @@ def test_mypy_strict() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     result = _run([sys.executable, "-m", "mypy", "tests"])
     assert result.returncode == 0, result.stdout + result.stderr
+    # benchmarks/ (scripts importing each other from their folder, not a package)
+    result = _run([sys.executable, "-m", "mypy", "benchmarks"])
+    assert result.returncode == 0, result.stdout + result.stderr
