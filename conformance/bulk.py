@@ -40,11 +40,10 @@ the golden vectors' and the fuzzing's job).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -59,6 +58,7 @@ from dyadic24.conformance.jsonl import Call
 from dyadic24.conformance.report import BulkFailure, BulkResult
 from dyadic24.conformance.runner import Progress, reproducer, row_output, single_row
 from dyadic24.conformance.strategies import EDGE_TAUS, EDGE_U64, near_midpoint_z
+from dyadic24.conformance.workers import ordered_map
 
 GENERATOR = "dyadic24-bulk-1"
 U32 = npt.NDArray[np.uint32]
@@ -380,14 +380,9 @@ def _expected(task: tuple[int, int, int]) -> tuple[BulkCall, Proposal]:
     return c, Proposal(want.status, want.token, want.ids, want.tickets)
 
 
-def _stream(seed: int, counts: Sequence[int], workers: int) -> Iterator[tuple[BulkCall, Proposal]]:
+def _stream(seed: int, counts: Sequence[int], workers: int) -> Generator[tuple[BulkCall, Proposal]]:
     tasks = [(seed, i, n) for i, n in enumerate(counts)]
-    if workers <= 1:
-        yield from (_expected(t) for t in tasks)
-        return
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(workers, initializer=os.chdir, initargs=(os.getcwd(),)) as pool:
-        yield from pool.imap(_expected, tasks, chunksize=4)
+    yield from ordered_map(_expected, tasks, workers, initializer=os.chdir, initargs=(os.getcwd(),))
 
 
 def _band(v: int) -> str:
@@ -413,7 +408,8 @@ def run_bulk(
     bands: Counter[str] = Counter()
     bar = Progress(f"[{impl.name}] bulk", rows, "rows", enabled=progress)
     began = time.monotonic()
-    for bc, want in _stream(seed, counts, workers):
+    stream = _stream(seed, counts, workers)
+    for bc, want in stream:
         call = bc.call
         if call.fmt not in impl.formats:  # the exact binary32 widening, same expected outputs
             call = Call(call.inputs)
@@ -452,6 +448,7 @@ def run_bulk(
         bar.update(result.rows, f"{result.differing_rows} differing")
         if stop_at_first and not result.ok:
             break
+    stream.close()  # now, not when garbage-collected: the workers' pool shuts down here
     result.seconds = time.monotonic() - began
     result.families = dict(sorted(families.items()))
     result.formats = dict(sorted(formats.items()))

@@ -10,7 +10,6 @@ a JSON-lines subject an ``exp`` request for a range (PROTOCOL.md).
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from collections.abc import Iterator
 
@@ -20,6 +19,7 @@ import numpy.typing as npt
 from dyadic24.conformance.impls import Implementation
 from dyadic24.conformance.report import ExpSweepResult
 from dyadic24.conformance.runner import Progress
+from dyadic24.conformance.workers import ordered_map
 
 NEG_ZERO, NEG_104, NEG_INF = 0x80000000, 0xC2D00000, 0xFF800000
 CHUNK = 1 << 22  # z values per request
@@ -51,12 +51,7 @@ def expected(task: tuple[int, int]) -> npt.NDArray[np.uint32]:
 
 
 def _expected_stream(tasks: list[tuple[int, int]], workers: int) -> Iterator[npt.NDArray[np.uint32]]:
-    if workers <= 1:
-        yield from (expected(t) for t in tasks)
-        return
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(workers) as pool:
-        yield from pool.imap(expected, tasks, chunksize=1)
+    yield from ordered_map(expected, tasks, workers)
 
 
 def run_exp_sweep(

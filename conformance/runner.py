@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 import numpy as np
@@ -302,6 +303,34 @@ def _find(exc: BaseException) -> _FoundError | None:
     return _find(cause) if cause is not None and cause is not exc else None
 
 
+@contextmanager
+def _no_local_constants() -> Iterator[None]:
+    """Hypothesis mixes the literals of every loaded module outside site-packages (the subject's own,
+    an editable install of this package) into its draws, so ``--seed`` alone would not name the
+    examples. The runner's draws use hypothesis's global constants only; other hypothesis tests in the
+    same process get theirs back afterwards. (Hypothesis internals: where they moved, nothing is
+    changed and the test of this reproducibility fails.)"""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:
+        yield
+        return
+    original = getattr(providers, "_get_local_constants", None)
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    if original is None or cache is None:
+        yield
+        return
+    empty = Constants()
+    providers._get_local_constants = lambda: empty
+    cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.clear()
+
+
 def run_fuzz(
     impl: Implementation,
     oracle: Implementation,
@@ -362,7 +391,8 @@ def run_fuzz(
         )(given(strategy if strategy is not None else batches(profile))(check))
     )
     try:
-        test()
+        with _no_local_constants():
+            test()
     except Exception as exc:
         found = _find(exc)
         if found is None:

@@ -76,9 +76,11 @@ BAD_T = (QNAN, 0xFFC00000, 0x7F800001, POS_INF, NEG_INF, ONE | NEG_ZERO, MIN_SUB
 SAMPLED_T = (ONE, 0x3F333333, MIN_SUBNORMAL, MIN_NORMAL, 0x3DCCCCCD, 0x40000000, MAX_FINITE)
 
 ROW_KINDS: tuple[str, ...] = (
-    "normal", "bf16", "spread", "ties", "top32_ties", "tied_max", "zeros", "masked", "subnormal", "huge",
-    "bits", "special",
+    "normal", "bf16", "spread", "ties", "top32_ties", "tied_max", "tile_edge_ties", "zeros", "masked",
+    "subnormal", "huge", "bits", "special",
 )  # fmt: skip
+#: Tile boundaries of GPU implementations (tiles of 256 to 8,192 IDs and their multiples).
+TILE_EDGES: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 12288, 16384)
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,9 @@ def logit_rows(draw: st.DrawFn, vocab: int, tau: float = 1.0, kinds: Sequence[st
     ``tau`` (the call's) scales the "spread" rows so that their z = d / tau span the range where
     exp results are neither 1 nor 0.
     """
-    kind = draw(st.sampled_from(tuple(kinds)))
+    # beyond one GPU tile, the tile-edge ties are drawn more often (4 in 16)
+    more = ("tile_edge_ties",) * 3 if vocab > 4096 and "tile_edge_ties" in kinds else ()
+    kind = draw(st.sampled_from((*kinds, *more)))
     rng = np.random.default_rng(draw(st.integers(0, (1 << 32) - 1)))
     n = vocab
     if kind in ("normal", "bf16"):
@@ -201,6 +205,16 @@ def logit_rows(draw: st.DrawFn, vocab: int, tau: float = 1.0, kinds: Sequence[st
         bits[where] = top
         if top == POS_ZERO and draw(st.booleans()):
             bits[where[0]] = NEG_ZERO  # -0 == +0 (clause 3.1)
+    elif kind == "tile_edge_ties":
+        # The top value tied at IDs on both sides of a tile boundary (one of the three largest below V),
+        # the group sometimes straddling the K = 32 cut: a tiled implementation must merge ties by
+        # token ID, not by tile (clause 3.1), and give the remainder to the lowest tied ID (7.3).
+        cut = draw(st.sampled_from([b for b in TILE_EDGES if b < n][-3:] or [max(1, n // 2)]))
+        n_low, n_high = draw(st.integers(1, 24)), draw(st.integers(1, 24))
+        peak = np.float32(draw(st.sampled_from((0.0, 1.0, -3.5, 17.25))))
+        row = peak - np.float32(1) - np.abs(rng.standard_normal(n)).astype(np.float32)
+        row[max(0, cut - n_low) : min(n, cut + n_high)] = peak
+        bits = row.view(np.uint32).copy()
     elif kind == "zeros":
         zero_pool = np.array([POS_ZERO, NEG_ZERO, POS_ZERO, NEG_ZERO, MIN_SUBNORMAL | NEG_ZERO,
                               ONE | NEG_ZERO, NEG_INF], dtype=np.uint32)  # fmt: skip
@@ -248,16 +262,21 @@ def logit_rows(draw: st.DrawFn, vocab: int, tau: float = 1.0, kinds: Sequence[st
     return bits
 
 
-def vocab_sizes(profile: Profile) -> st.SearchStrategy[int]:
-    """V: mostly 1..33 (around K = 32, clause 3.2), sometimes larger, up to the profile's limit, and now
-    and then beyond one GPU tile (TILED_VOCABS)."""
-    return st.one_of(
-        st.integers(1, 33), st.integers(1, 33), st.integers(1, 33),
-        st.sampled_from((1, 2, 31, 32, 33)),
-        st.integers(34, 300),
-        st.integers(34, profile.big_vocab),
-        st.sampled_from(TILED_VOCABS),
-    )  # fmt: skip
+@st.composite
+def vocab_sizes(draw: st.DrawFn, profile: Profile) -> int:
+    """V by band, the band drawn by explicit weight (hypothesis's one_of favours its first branches):
+    8 in 20 around K = 32 (1..33, the edges 1, 2, 31, 32, 33 among them; clause 3.2), 5 in 20 34..300,
+    5 in 20 up to the profile's limit, 2 in 20 beyond one GPU tile (TILED_VOCABS)."""
+    band = draw(st.sampled_from(range(20)))
+    if band < 6:
+        return draw(st.integers(1, 33))
+    if band < 8:
+        return draw(st.sampled_from((1, 2, 31, 32, 33)))
+    if band < 13:
+        return draw(st.integers(34, 300))
+    if band < 18:
+        return draw(st.integers(34, profile.big_vocab))
+    return draw(st.sampled_from(TILED_VOCABS))
 
 
 def call_inputs(
@@ -412,10 +431,16 @@ def boundary_batches(draw: st.DrawFn, profile: Profile = CI) -> CallInputs:
     )
 
 
-def batches(profile: Profile = CI) -> st.SearchStrategy[CallInputs]:
-    """Mixed calls of several rows (clause 2.4 isolation), plus near-midpoint and ticket-boundary calls."""
-    plain = _plain_batches(profile)
+@st.composite
+def _mixed(draw: st.DrawFn, profile: Profile) -> CallInputs:
+    # the kind of call drawn by explicit weight, as in vocab_sizes: 3 plain to each special kind
     special = [boundary_batches(profile), spread_batches(profile)]
     if near_midpoint_z():
         special.append(midpoint_batches(profile))
-    return st.one_of(plain, plain, plain, *special)
+    pick = draw(st.sampled_from(range(3 + len(special))))
+    return draw(_plain_batches(profile) if pick < 3 else special[pick - 3])
+
+
+def batches(profile: Profile = CI) -> st.SearchStrategy[CallInputs]:
+    """Mixed calls of several rows (clause 2.4 isolation), plus near-midpoint and ticket-boundary calls."""
+    return _mixed(profile)

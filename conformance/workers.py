@@ -1,4 +1,5 @@
-"""Worker processes of the runner: the accumulated check of a Python subject spread over processes.
+"""Worker processes of the runner: ``ordered_map`` (the bulk check's and the exp sweep's reference
+side) and the accumulated check of a Python subject spread over processes.
 
 A Python subject is rebuilt in each worker from its origin ("target:module:callable" or
 "mutant:NAME"), so workers need no pickled code. Workers are spawned (not forked): the parent may
@@ -9,8 +10,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
+from multiprocessing.pool import AsyncResult
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _STATE: dict[str, Callable[..., Any]] = {}  # the worker's subject, set by _init
 
@@ -42,11 +48,43 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def ordered_map(
+    func: Callable[[T], R],
+    tasks: Sequence[T],
+    workers: int,
+    *,
+    initializer: Callable[..., object] | None = None,
+    initargs: tuple[Any, ...] = (),
+) -> Generator[R]:
+    """func over tasks in ``workers`` spawned processes, results in task order, at most 4 x workers tasks
+    in flight. A consumer that stops early (the kill matrix stops at the first differing row) closes
+    the pool gracefully: the tasks in flight finish and the workers exit. (A ``with Pool`` block left
+    inside the suspended generator terminates the pool from wherever the generator is collected; a
+    kill-matrix run sat idle for 20 minutes after such an early stop, one worker defunct, on
+    2026-12-02.)"""
+    if workers <= 1:
+        if initializer is not None:
+            initializer(*initargs)
+        yield from (func(t) for t in tasks)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    pool = ctx.Pool(workers, initializer=initializer, initargs=initargs)
+    pending: deque[AsyncResult[R]] = deque()
+    submitted = 0
+    try:
+        while pending or submitted < len(tasks):
+            while submitted < len(tasks) and len(pending) < 4 * workers:
+                pending.append(pool.apply_async(func, (tasks[submitted],)))
+                submitted += 1
+            yield pending.popleft().get()
+    finally:
+        pool.close()
+        pool.join()
+
+
 def accumulated_segments(origin: str, n_rows: int, workers: int) -> Iterator[bytes]:
     """The hashed bytes of the accumulated stream's segments, in order, computed by ``workers`` processes."""
     from dyadic24.vectors import accumulated
 
-    ctx = multiprocessing.get_context("spawn")
     tasks = [(g, n_rows) for g in range(accumulated.segments(n_rows))]
-    with ctx.Pool(workers, initializer=_init, initargs=(origin, os.getcwd())) as pool:
-        yield from pool.imap(_segment, tasks, chunksize=1)
+    yield from ordered_map(_segment, tasks, workers, initializer=_init, initargs=(origin, os.getcwd()))

@@ -265,3 +265,38 @@ def test_bundled_references_are_conformant() -> None:
     assert re.search(
         r" CONFORMANT vectors (\d+)/\1 invalid (\d+)/\2 accumulated 2/2 fuzz 400/400", last(proc)
     )
+
+
+# Two users' modules around the fast reference that record every fuzz call's inputs: the same code,
+# but one also holds constants of its own (any module a user writes does). Hypothesis mixes the
+# constants of every local module it finds loaded into its draws; the runner's seeded fuzzing must not.
+RECORDING = """
+import hashlib, os
+import numpy as np
+from dyadic24.reference.fast import propose_fast
+
+DIGEST = hashlib.sha256()
+
+def propose(logits, temperature, seed, round, position, *, tau=0.7):
+    for a in (logits, temperature, seed, round, position, np.float32(tau)):
+        DIGEST.update(np.ascontiguousarray(a).tobytes())
+    with open(os.environ["RECORD_TO"], "w") as f:
+        f.write(DIGEST.hexdigest())
+    return propose_fast(logits, temperature, seed, round, position, tau=tau)
+"""
+CONSTANTS = "\nODD = (3.0e38, -1.5e-40, 65519.0, 2**31 - 7, 163839, 1e-30, -7.25, 4097, 131071)\n"
+
+
+def test_seeded_fuzzing_draws_the_same_rows_whatever_the_users_code_holds(tmp_path: Path) -> None:
+    """--seed names the fuzz examples (clause 13.4's reproducibility): two subjects that differ only in
+    constants of their own source get the same calls (hypothesis's local-constant draws are off)."""
+    (tmp_path / "plain.py").write_text(RECORDING)
+    (tmp_path / "withconst.py").write_text(RECORDING + CONSTANTS)
+    digests = []
+    for name in ("plain", "withconst"):
+        record = tmp_path / f"{name}.sha"
+        args = ["--no-vectors", "--no-invalid", "--accumulated", "0", "--examples", "60", "--no-progress"]
+        r = run("conform", "--impl", f"{name}:propose", *args, cwd=tmp_path, env={"RECORD_TO": str(record)})
+        assert r.returncode == 3, r.stdout + r.stderr  # REDUCED, every example passed
+        digests.append(record.read_text())
+    assert digests[0] == digests[1]
