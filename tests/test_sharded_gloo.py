@@ -95,24 +95,19 @@ def world2(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return _spawn(tmp_path_factory.mktemp("sharded2"), 2, extra)
 
 
-@pytest.fixture(scope="module")
-def world4(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+@pytest.fixture(scope="module", params=[4, 8], ids=["world4", "world8"])
+def wide(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """World 4 and world 8 (the tensor-parallel degrees of one host), each started once."""
+    world: int = request.param
     if not DEEP:
-        pytest.skip("world 4: deep profile (DYADIC24_DEEP=1; CI's budget, module docstring)")
-    extra = ["--only", "golden,statuses,validation,fuzz", "--rows", "100", "--max-vocab", "64",
+        pytest.skip(f"world {world}: deep profile (DYADIC24_DEEP=1; CI's budget, module docstring)")
+    rows, seed = {4: ("100", "3"), 8: ("64", "5")}[world]
+    extra = ["--only", "golden,statuses,validation,fuzz", "--rows", rows, "--max-vocab", "64",
              "--max-batch", "6", "--fuzz-seconds", "0", "--reference-rows", "100000",
-             "--golden-rows-per-group", "0", "--seed", "3"]  # fmt: skip
-    return _spawn(tmp_path_factory.mktemp("sharded4"), 4, extra)
-
-
-@pytest.fixture(scope="module")
-def world8(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    if not DEEP:
-        pytest.skip("world 8: deep profile (DYADIC24_DEEP=1; CI's budget, module docstring)")
-    extra = ["--only", "golden,statuses,validation,fuzz", "--rows", "64", "--max-vocab", "64",
-             "--max-batch", "6", "--fuzz-seconds", "0", "--reference-rows", "100000",
-             "--golden-rows-per-group", "0", "--seed", "5"]  # fmt: skip
-    return _spawn(tmp_path_factory.mktemp("sharded8"), 8, extra)
+             "--golden-rows-per-group", "0", "--seed", seed]  # fmt: skip
+    report = _spawn(tmp_path_factory.mktemp(f"sharded{world}"), world, extra)
+    report["world"] = world
+    return report
 
 
 def _section(report: dict[str, Any], name: str) -> dict[str, Any]:
@@ -291,57 +286,29 @@ def test_world2_report_files(world2: dict[str, Any]) -> None:
     assert world2["environment"]["devices"] == ["cpu", "cpu"]
 
 
-# ---------------------------------------------------------------- world 4
+# ---------------------------------------------------------------- worlds 4 and 8
 
 
-def test_world4_golden(world4: dict[str, Any]) -> None:
-    """clause 13.1 at world 4: every golden vector, V < 4 vectors leaving ranks empty."""
-    sec = _section(world4, "golden")
+def test_wide_world_golden(wide: dict[str, Any]) -> None:
+    """clause 13.1 at worlds 4 and 8: every golden vector, the small-V ones leaving ranks empty."""
+    sec = _section(wide, "golden")
     vectors, _, _ = _golden_count()
     assert (sec["vectors"], sec["vectors_left_out"]) == (vectors, 0)
     assert sec["empty_rank_shards"] > 0
     assert not any(sec["failing_rows"].values())
 
 
-def test_world4_statuses_and_validation(world4: dict[str, Any]) -> None:
-    """clauses 1.5, 2.1, 2.3, 3.1 at world 4 (uneven shards in shuffled rank order, then V = 3 < 4)."""
-    _section(world4, "statuses")
-    sec = _section(world4, "validation")
+def test_wide_world_statuses_and_validation(wide: dict[str, Any]) -> None:
+    """clauses 1.5, 2.1, 2.3, 3.1 (uneven shards in shuffled rank order, then V < world)."""
+    _section(wide, "statuses")
+    sec = _section(wide, "validation")
     for name, case in sec["cases"].items():
-        assert case["ranks"] == [case["expected"]] * 4, name
+        assert case["ranks"] == [case["expected"]] * wide["world"], name
 
 
-def test_world4_fuzz(world4: dict[str, Any]) -> None:
-    """Fuzzed rows over 4 ranks (V <= 64, so many ranks hold nothing) against the fast reference."""
-    sec = _section(world4, "fuzz")
+def test_wide_world_fuzz(wide: dict[str, Any]) -> None:
+    """Fuzzed rows (V <= 64, so many ranks hold nothing) against the fast reference."""
+    sec = _section(wide, "fuzz")
     assert sec["rows"] == sec["rows_requested"] == sec["rows_vs_fast_reference"]
     assert sec["batches_with_an_empty_rank"] > 0
-    assert world4["exit_status"] == 0 and world4["passed"]
-
-
-# ---------------------------------------------------------------- world 8
-
-
-def test_world8_golden(world8: dict[str, Any]) -> None:
-    """clause 13.1 at world 8: every golden vector, the small-V ones leaving most ranks empty."""
-    sec = _section(world8, "golden")
-    vectors, _, _ = _golden_count()
-    assert (sec["vectors"], sec["vectors_left_out"]) == (vectors, 0)
-    assert sec["empty_rank_shards"] > 0
-    assert not any(sec["failing_rows"].values())
-
-
-def test_world8_statuses_and_validation(world8: dict[str, Any]) -> None:
-    """clauses 1.5, 2.1, 2.3, 3.1 at world 8."""
-    _section(world8, "statuses")
-    sec = _section(world8, "validation")
-    for name, case in sec["cases"].items():
-        assert case["ranks"] == [case["expected"]] * 8, name
-
-
-def test_world8_fuzz(world8: dict[str, Any]) -> None:
-    """Fuzzed rows over 8 ranks against the fast reference."""
-    sec = _section(world8, "fuzz")
-    assert sec["rows"] == sec["rows_requested"] == sec["rows_vs_fast_reference"]
-    assert sec["batches_with_an_empty_rank"] > 0
-    assert world8["exit_status"] == 0 and world8["passed"]
+    assert wide["exit_status"] == 0 and wide["passed"]
