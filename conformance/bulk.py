@@ -382,7 +382,7 @@ def _expected(task: tuple[int, int, int]) -> tuple[BulkCall, Proposal]:
 
 def _stream(seed: int, counts: Sequence[int], workers: int) -> Generator[tuple[BulkCall, Proposal]]:
     tasks = [(seed, i, n) for i, n in enumerate(counts)]
-    yield from ordered_map(_expected, tasks, workers, initializer=os.chdir, initargs=(os.getcwd(),))
+    yield from ordered_map(_expected, tasks, workers, initializer=os.chdir, initargs=(os.getcwd(),), chunk=4)
 
 
 def _band(v: int) -> str:

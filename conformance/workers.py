@@ -48,6 +48,10 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def _run_chunk(func: Callable[[T], R], chunk: Sequence[T]) -> list[R]:
+    return [func(t) for t in chunk]
+
+
 def ordered_map(
     func: Callable[[T], R],
     tasks: Sequence[T],
@@ -55,11 +59,13 @@ def ordered_map(
     *,
     initializer: Callable[..., object] | None = None,
     initargs: tuple[Any, ...] = (),
+    chunk: int = 1,
 ) -> Generator[R]:
-    """func over tasks in ``workers`` spawned processes, results in task order, at most 4 x workers tasks
-    in flight. A consumer that stops early (the kill matrix stops at the first differing row) closes
-    the pool gracefully: the tasks in flight finish and the workers exit. (A ``with Pool`` block left
-    inside the suspended generator terminates the pool from wherever the generator is collected; a
+    """func over tasks in ``workers`` spawned processes, results in task order, ``chunk`` tasks to a
+    message (small tasks: the per-message cost shows), at most 4 x workers messages in flight. A
+    consumer that stops early (the kill matrix stops at the first differing row) closes the pool
+    gracefully: the tasks in flight finish and the workers exit. (A ``with Pool`` block left inside
+    the suspended generator terminates the pool from wherever the generator is collected; a
     kill-matrix run sat idle for 20 minutes after such an early stop, one worker defunct, on
     2026-12-02.)"""
     if workers <= 1:
@@ -69,14 +75,15 @@ def ordered_map(
         return
     ctx = multiprocessing.get_context("spawn")
     pool = ctx.Pool(workers, initializer=initializer, initargs=initargs)
-    pending: deque[AsyncResult[R]] = deque()
+    pending: deque[AsyncResult[list[R]]] = deque()
+    chunks = [tasks[i : i + chunk] for i in range(0, len(tasks), chunk)]
     submitted = 0
     try:
-        while pending or submitted < len(tasks):
-            while submitted < len(tasks) and len(pending) < 4 * workers:
-                pending.append(pool.apply_async(func, (tasks[submitted],)))
+        while pending or submitted < len(chunks):
+            while submitted < len(chunks) and len(pending) < 4 * workers:
+                pending.append(pool.apply_async(_run_chunk, (func, chunks[submitted])))
                 submitted += 1
-            yield pending.popleft().get()
+            yield from pending.popleft().get()
     finally:
         pool.close()
         pool.join()
