@@ -11,7 +11,6 @@ a JSON-lines subject an ``exp`` request for a range (PROTOCOL.md).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -50,10 +49,6 @@ def expected(task: tuple[int, int]) -> npt.NDArray[np.uint32]:
     return out
 
 
-def _expected_stream(tasks: list[tuple[int, int]], workers: int) -> Iterator[npt.NDArray[np.uint32]]:
-    yield from ordered_map(expected, tasks, workers)
-
-
 def run_exp_sweep(
     impl: Implementation, *, workers: int = 1, progress: bool = True, max_examples: int = 20
 ) -> ExpSweepResult:
@@ -62,7 +57,7 @@ def run_exp_sweep(
     bar = Progress(f"[{impl.name}] exp sweep", TOTAL, "z", enabled=progress)
     began = time.monotonic()
     try:
-        for (start, count), want in zip(tasks, _expected_stream(tasks, workers), strict=True):
+        for (start, count), want in zip(tasks, ordered_map(expected, tasks, workers), strict=True):
             got = impl.exp(start, count)
             if got.shape != (count,):
                 raise RuntimeError(f"asked for {count} values from z = {start:08x}, got {got.shape[0]}")
