@@ -6,21 +6,21 @@ Triton's front end, its NVIDIA passes and ptxas all run on the CPU, so this catc
 the interpreter cannot see, and it audits the floating-point instructions of the generated PTX. The
 variants are those the default plans launch on an H200 (propose.tile_options / merge_options of the
 plan as a GPU derives it: the bitonic ordering, the polling merge; pointers and V specialised as a
-launch on a vocabulary that is a multiple of 16 specialises them); by default the binary32 tile
-kernels of both tile sizes and the three logit formats' small tiles, and the binary32 merge with and
-without trace; --all adds the other formats' merges and big tiles, the traced tile, and the shapes
-whose merge does not poll (more than 64 tiles), has no pool (more than 128) or one tile. The tile
-kernel has no floating-point instruction; the merge kernel uses only the kinds listed in
-MERGE_ALLOWED, no flush-to-zero form but libdevice's abs.ftz.f32, and a fixed recipe: clause 5 as
-a binary64 (or, in the hardware path of clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec
-B.6) subtraction, IEEE binary64 divisions (5.2, 7.1) and libdevice exps (14 fma + 1 mul each), one
-exact product p * 2^24 per truncating conversion (7.2), and at least 5 binary64 additions (the
-clause-6.2 tree, a butterfly: each lane adds its node's partner at each of the 5 levels): so no
-product of the rule was contracted into an fma and no approximate instruction (div.full / div.approx
-/ rcp.approx / ex2.approx) appears anywhere. The remaining binary32 compares come from
-libdevice's binary64 exp, which tests the high word of its argument as a float (harmless for |z| >=
-2^-149; the exhaustive sweep covers it), and from comparisons of z that LLVM narrows to binary32
-(exact: z is a binary32 value).
+launch on a vocabulary that is a multiple of 16 specialises them); by default the binary32 tile kernels
+of both tile sizes and the three logit formats' small tiles, and the binary32 merge with and without
+trace; --all adds the other formats' merges and big tiles, the traced tile, and the shapes whose merge
+does not poll (more than 64 tiles), has no pool (more than 128) or one tile. The tile kernel's only
+floating-point instructions are binary32 comparisons and the NaN-propagating maximum max.NaN.f32
+(TILE_ALLOWED: they round nothing), none in a flush-to-zero form; the merge kernel uses only the kinds
+listed in MERGE_ALLOWED, no flush-to-zero form but libdevice's abs.ftz.f32, and a fixed recipe: clause 5
+as a binary64 (or, in the hardware path of clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec
+B.6) subtraction, IEEE binary64 divisions (5.2, 7.1) and libdevice exps (14 fma + 1 mul each), one exact
+product p * 2^24 per truncating conversion (7.2), and at least 5 binary64 additions (the clause-6.2
+tree, a butterfly: each lane adds its node's partner at each of the 5 levels): so no product of the rule
+was contracted into an fma and no approximate instruction (div.full / div.approx / rcp.approx /
+ex2.approx) appears anywhere. The remaining binary32 compares come from libdevice's binary64 exp, which
+tests the high word of its argument as a float (harmless for |z| >= 2^-149; the exhaustive sweep covers
+it), and from comparisons of z that LLVM narrows to binary32 (exact: z is a binary32 value).
 Must run in a process where the kernel modules are not yet imported in interpreter mode.
 """
 
@@ -47,6 +47,9 @@ MERGE_ALLOWED = {
     "selp.f32", "cvt.rn.f64.u64", "cvt.rn.f64.s64", "cvt.rn.f64.u32", "cvt.rn.f64.s32", "cvt.f64.f32",
     "cvt.rn.f32.f64", "cvt.rzi.s32.f64", "abs.ftz.f32",
 }  # fmt: skip
+# The tile kernel compares binary32 logits and takes their NaN-propagating maximum (tile_jit._tile_fast):
+# exact, as long as no flush-to-zero form appears (a subnormal would compare equal to zero).
+TILE_ALLOWED = {"max.NaN.f32"}
 EXP_FMA = 14  # libdevice's binary64 exp: 14 fma + 1 mul
 APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "lg2.approx", "tanh.approx")
 
@@ -132,11 +135,19 @@ def cubin_tool(compiled: Any, tool: str, *args: str) -> str | None:
 def float_ops(ptx: str) -> Counter[str]:
     """Floating-point PTX instructions (loads, stores and moves excluded) and their counts."""
     ops: Counter[str] = Counter()
-    for m in re.finditer(r"^\s*([a-z][a-z0-9]*(?:\.[a-z0-9]+)*)\s", ptx, re.MULTILINE):
+    for m in re.finditer(r"^\s*([a-z][a-z0-9]*(?:\.[A-Za-z0-9]+)*)\s", ptx, re.MULTILINE):
         op = m.group(1)
         if re.search(r"\.(f16|bf16|f32|f64)\b", op) and not op.startswith(("ld.", "st.", "mov.")):
             ops[op] += 1
     return ops
+
+
+def audit_tile(name: str, ops: Counter[str]) -> list[str]:
+    """Problems with a tile kernel's float instructions: binary32 comparisons and TILE_ALLOWED only,
+    none flushing subnormals to zero."""
+    compares = {op for op in ops if re.fullmatch(r"setp\.[a-z]+\.f32", op)}
+    unexpected = sorted(set(ops) - TILE_ALLOWED - compares)
+    return [f"{name}: unexpected float instructions in the tile kernel {unexpected}"] if unexpected else []
 
 
 def audit_merge(name: str, ops: Counter[str], exact_counts: bool) -> list[str]:
@@ -288,8 +299,8 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
             results[name]["batched_loads"] = {"wide_loads_before_first_use": got, "per_thread": want}
             if got is not None and got < want:
                 problems.append(f"{name}: {got} of {want} logits loads issued before the first use (SASS)")
-        if kernel == "tile_kernel" and ops:
-            problems.append(f"{name}: floating-point instructions in the tile kernel {dict(ops)}")
+        if kernel == "tile_kernel":
+            problems += audit_tile(name, ops)
         if kernel == "merge_kernel":
             problems += audit_merge(name, ops, exact_counts=True)
     return {

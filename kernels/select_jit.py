@@ -56,6 +56,14 @@ def value_key32(b):
 
 
 @triton.jit
+def key_value32(k):
+    """The binary32 value (as float32) whose value key is k: value_key32's map is its own inverse on
+    every key it gives (a negative pattern keeps its sign bit), and key 0 gives +0. The tile compares
+    logits with a bound as binary32 values, which orders them as their keys do (-0 == +0 in both)."""
+    return (k ^ ((k >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def count_pair(strict, tie, N: tl.constexpr):
     """(sum(strict), sum(tie)) over N < 2^15 lanes, as one packed integer reduction."""
     tl.static_assert(N < PACK_LIMIT)

@@ -8,7 +8,8 @@ and an exact order. Every choice of bound and layout gives the same keys; the bo
 only decide how much work that takes (benchmarks/DESIGN.md "Tile selection"):
 
 - ``_tile_fast``, the column-group tile (tiles of 8 to 64 elements per thread): each thread holds one
-  column group, theta comes from the column maxima, the selection is a bit mask per column;
+  column group, theta comes from the column maxima, the selection is a bit mask per column, and
+  per element only binary32 comparisons run (exact; no value key per element);
 - ``_tile_part``, the strided-group tile: the exact fallback when more than FCAP elements pass the
   column-group bound (and the tile of small test tiles); more than CAP elements above its own bound
   take 32 successive maxima (select_jit.top32_extract).
@@ -35,6 +36,7 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     bit_index,
     bits_i32,
     count_pair,
+    key_value32,
     kth32_smallest,
     kth32_value,
     load_bits_i32,
@@ -155,8 +157,13 @@ def _tile_fast(
     FCAP selected (large values crowded into a few warps' columns) takes _tile_part: the layout is a
     matter of speed only, the bounds hold for any partition into columns.
 
-    Value keys by value_key32; a NaN maps above +inf or below -inf (the flags look at both ends);
-    lanes past V read as -inf."""
+    Values, not keys, per element. Each element costs one NaN-propagating binary32 maximum (its
+    column's) and one binary32 comparison per mask; value keys (value_key32) are formed only per
+    column and for the reloaded selection. A binary32 comparison orders non-NaN values exactly as
+    their keys do (-0 == +0 in both) and rounds nothing; the PTX holds no flush-to-zero form of it
+    (aot_check's audit), so subnormals compare as themselves. A NaN makes its column's maximum NaN,
+    which sets the NaN flag; the row then fails (clause 2.3) and what the tile selects for it is
+    never used. Lanes past V read as -inf."""
     GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # elements per 16-byte load: one thread's columns
     HALVES: tl.constexpr = 2 if TILE > NT * 32 else 1  # a 32-bit mask holds a group's elements of one half
     HALF: tl.constexpr = TILE // HALVES
@@ -170,24 +177,20 @@ def _tile_fast(
     full = first_id + TILE <= V
     base = logits_ptr + (row * V + first_id)
     inb2 = loc + HALF < lim
-    b = _tile_bits(base, loc, inb, full, SRC)
-    b2 = b
-    if HALVES == 2:  # (ptxas still issues all 16 loads before the first use: aot_check's load audit)
-        b2 = _tile_bits(base + HALF, loc, inb2, full, SRC)
-    sk = value_key32(b)  # (-0 ties +0, clause 3.1)
-    cmax = tl.max(sk, axis=0)
-    cmin = tl.min(sk, axis=0)
-    sk2 = sk
-    if HALVES == 2:
-        sk2 = value_key32(b2)
-        cmax = tl.maximum(cmax, tl.max(sk2, axis=0))
-        cmin = tl.minimum(cmin, tl.min(sk2, axis=0))
-    gmax = tl.max(tl.reshape(cmax, [NT, GW]), axis=1)
-    gmin = tl.min(tl.reshape(cmin, [NT, GW]), axis=1)
+    b, b2 = _tile_bits(base, loc, inb, inb2, full, HALF, HALVES, SRC)
+    x = b.to(tl.float32, bitcast=True)
+    x2 = b2.to(tl.float32, bitcast=True)
+    # per element only binary32 comparisons and a NaN-propagating maximum (one instruction each);
+    # value keys are formed per column group (DESIGN.md "Tile selection": "Comparisons, not keys")
+    # (the halves' maximum first: every first use then needs both halves' loads, so ptxas issues all
+    # 16 before it; reducing one half first left the second half's loads behind the first's data)
+    cmax = tl.reduce(_max_nan(x, x2) if HALVES == 2 else x, 0, _max_nan)
+    gmax_f = tl.reduce(tl.reshape(cmax, [NT, GW]), 1, _max_nan)
+    gmax = value_key32(gmax_f.to(tl.int32, bitcast=True))
     # clause 2.1: each column's flag word, then their maximum (one reduction): the bits' order is the
     # status precedence, so the row's status from the maximum over all words equals the status from
     # the tile's word as _tile_part forms it (only bits below a set NaN bit differ)
-    nan = (gmax > F32_POS_INF) | (gmin < SK_NEG_INF)
+    nan = gmax_f != gmax_f  # noqa: PLR0124 (the NaN test: a column with a NaN has a NaN maximum)
     words = (
         (nan.to(tl.int32) << 2) | ((gmax == SK_POS_INF).to(tl.int32) << 1) | (gmax > SK_NEG_INF).to(tl.int32)
     )
@@ -197,9 +200,11 @@ def _tile_fast(
     out = cand_ptr + pid * K_C
     if greedy_fast:  # clause 4.1: the tile's largest key alone (lowest ID among equal values)
         top = tl.max(gmax)
-        first = tl.min(tl.min(tl.where(inb & (sk == top), loc, TILE), axis=0))
+        top_f = key_value32(top)
+        first = tl.min(tl.min(tl.where(inb & (x == top_f), loc, TILE), axis=0))
         if HALVES == 2:
-            first = tl.minimum(first, tl.min(tl.min(tl.where(inb2 & (sk2 == top), loc + HALF, TILE), axis=0)))
+            at2 = tl.where(inb2 & (x2 == top_f), loc + HALF, TILE)
+            first = tl.minimum(first, tl.min(tl.min(at2, axis=0)))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))  # its key (clause 3.1)
         tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
     else:
@@ -210,7 +215,8 @@ def _tile_fast(
             runs: tl.constexpr = NT // 32
             theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
         bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
-        gtb, gtb2, c_gt, n_gt = _gt_masks(sk, sk2, theta, bit, HALVES, GW)
+        theta_f = key_value32(theta)  # (x > theta_f exactly when value_key32(x) > theta, x not NaN)
+        gtb, gtb2, c_gt, n_gt = _gt_masks(x, x2, theta_f, bit, HALVES, GW)
         col = tl.arange(0, NT)  # (the compaction's column indices)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
@@ -218,7 +224,7 @@ def _tile_fast(
             cnt = c_gt
             n_sel = n_gt
         else:  # (the ties' masks only here)
-            eqb, eqb2, c_eq, n_eq = _eq_masks(sk, inb, sk2, inb2, full, theta, bit, HALVES, GW)
+            eqb, eqb2, c_eq, n_eq = _eq_masks(x, inb, x2, inb2, full, theta_f, bit, HALVES, GW)
             bits, bits2, cnt, n_sel = _with_ties(
                 gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE, HALVES, GW
             )
@@ -337,17 +343,32 @@ def _tile_part(
 
 
 @triton.jit
-def _tile_bits(base, loc, inb, full, SRC: tl.constexpr):
-    """A tile's binary32 patterns as int32 (clause 1.2), lanes past V as -inf (0xFF800000).
+def _tile_bits(base, loc, inb, inb2, full, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
+    """A tile's binary32 patterns as int32 (clause 1.2), lanes past V as -inf (0xFF800000): (first
+    half, second half), the second equal to the first with one half.
 
-    A full tile loads without a mask in a block of its own: with only the masked form, ptxas kept
-    some of a thread's 16-byte loads behind the first ones' data (their registers reused), DRAM round
-    trips in a row instead of one (aot_check audits the SASS). The same bits either way."""
+    A full tile loads without a mask in a block of its own, both halves in the same block: with only
+    the masked form, or with one block per half, ptxas kept some of a thread's 16-byte loads behind
+    the first ones' data, DRAM round trips in a row instead of one (aot_check audits the SASS). The
+    same bits either way."""
     if full:
         b = bits_i32(tl.load(base + loc), SRC)
+        b2 = b
+        if HALVES == 2:
+            b2 = bits_i32(tl.load(base + HALF + loc), SRC)
     else:
         b = tl.where(inb, bits_i32(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
-    return b
+        b2 = b
+        if HALVES == 2:
+            b2 = tl.where(inb2, bits_i32(tl.load(base + HALF + loc, mask=inb2, other=0), SRC), -8388608)
+    return b, b2
+
+
+@triton.jit
+def _max_nan(a, b):
+    """The binary32 maximum that returns NaN when either operand is NaN (max.NaN.f32 on the GPU,
+    numpy's maximum under the interpreter): a column's maximum is NaN exactly when it holds a NaN."""
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
@@ -364,31 +385,31 @@ def _bit_loc(bi, col, GW: tl.constexpr):
 
 
 @triton.jit
-def _gt_masks(sk, sk2, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
-    """The elements above theta as one bit mask per column group and half (gtb2 for the second half,
-    gtb2 = gtb with one half), the groups' counts and the tile's total: (gtb, gtb2, c_gt, n_gt).
-    Masks, not per-element flags: nothing per element stays live past this point, and the counts are
-    the masks' popcounts."""
-    gtb = _group_bits(tl.where(sk > theta, bit, 0), GW)
+def _gt_masks(x, x2, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
+    """The elements above theta (binary32 values, a binary32 comparison) as one bit mask per column
+    group and half (gtb2 for the second half, gtb2 = gtb with one half), the groups' counts and the
+    tile's total: (gtb, gtb2, c_gt, n_gt). Masks, not per-element flags: nothing per element stays
+    live past this point, and the counts are the masks' popcounts."""
+    gtb = _group_bits(tl.where(x > theta, bit, 0), GW)
     c_gt = popc32(gtb)
     gtb2 = gtb
     if HALVES == 2:
-        gtb2 = _group_bits(tl.where(sk2 > theta, bit, 0), GW)
+        gtb2 = _group_bits(tl.where(x2 > theta, bit, 0), GW)
         c_gt += popc32(gtb2)
     return gtb, gtb2, c_gt, tl.sum(c_gt)
 
 
 @triton.jit
-def _eq_masks(sk, inb, sk2, inb2, full, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
+def _eq_masks(x, inb, x2, inb2, full, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
     """The elements at theta as _gt_masks forms those above it (eqb, eqb2, c_eq, n_eq); formed only when
     fewer than 32 lie above theta (Gaussian rows almost never: DESIGN.md "Tile selection")."""
-    eqb = _group_bits(tl.where(sk == theta, bit, 0), GW)
+    eqb = _group_bits(tl.where(x == theta, bit, 0), GW)
     if not full:  # lanes past V read as -inf and must not tie with theta = -inf
         eqb = eqb & _group_bits(tl.where(inb, bit, 0), GW)
     c_eq = popc32(eqb)
     eqb2 = eqb
     if HALVES == 2:
-        eqb2 = _group_bits(tl.where(sk2 == theta, bit, 0), GW)
+        eqb2 = _group_bits(tl.where(x2 == theta, bit, 0), GW)
         if not full:
             eqb2 = eqb2 & _group_bits(tl.where(inb2, bit, 0), GW)
         c_eq += popc32(eqb2)
