@@ -5,11 +5,12 @@
 #
 #   bash benchmarks/h200.sh bench    this tree's kernels, every peer and both floors in one run
 #                                    (benchmarks/bench_propose.py --stages; VOCABS, default all three)
-#   bash benchmarks/h200.sh report   the conformance report of this tree's kernels: `dyadic24 conform
-#                                    --bundled --only kernel --exp-sweep` beside kernels/bulk_fuzz.py's
-#                                    10^6 rows, then compute-sanitizer memcheck and racecheck beside
-#                                    gpu_check (smoke, graph replays, custom op, the kernel's exp path);
-#                                    each step under a timeout, so one that hangs leaves the others'
+#   bash benchmarks/h200.sh report   the conformance report of this tree's kernels, every step at once
+#                                    (none is timed): `dyadic24 conform --bundled --only kernel
+#                                    --exp-sweep`, kernels/bulk_fuzz.py's 10^6 rows, compute-sanitizer
+#                                    memcheck and racecheck, gpu_check (smoke, graph replays, custom op,
+#                                    the kernel's exp path); each under a timeout, so one that hangs
+#                                    leaves the others'
 #   bash benchmarks/h200.sh ab       this tree and .before/ (a `git archive` of the commit BEFORE,
 #                                    carried) alternately, twice, at AB_BATCHES (default 1,2,4: the
 #                                    launch-bound sizes whose run-to-run spread exceeds 2 %), logged
@@ -32,7 +33,6 @@ report)
         >"$o/conform.txt" 2>"$o/conform.err" &
     timeout 300 python -m dyadic24.kernels.bulk_fuzz --rows 1000000 --workers 8 --out "$o/bulk" \
         >"$o/bulk.log" 2>&1 &
-    wait -n; echo "first of conform / bulk_fuzz: exit $?"; wait -n; echo "second: exit $?"
     for tool in memcheck racecheck; do
         timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 python -m dyadic24.kernels.sanitizer_call \
             >"$o/$tool.log" 2>&1 &
@@ -40,6 +40,7 @@ report)
     timeout 150 python -m dyadic24.kernels.gpu_check --out "$o/g" --only smoke,graph,custom_op,exp_sweep \
         >"$o/gpu_check.log" 2>&1 &
     wait
+    echo "report: done"
     tail -n 14 "$o/conform.txt"; tail -n 4 "$o/bulk.log" "$o"/memcheck.log "$o"/racecheck.log "$o/gpu_check.log"
     ;;
 ab)

@@ -10,9 +10,11 @@ only decide how much work that takes (benchmarks/DESIGN.md "Tile selection"):
 - ``_tile_fast``, the column-group tile (tiles of 8 to 64 elements per thread): each thread holds one
   column group, theta comes from the column maxima, the selection is a bit mask per column, and
   per element only binary32 comparisons run (exact; no value key per element);
-- ``_tile_part``, the strided-group tile: the exact fallback when more than FCAP elements pass the
-  column-group bound (and the tile of small test tiles); more than CAP elements above its own bound
-  take 32 successive maxima (select_jit.top32_extract).
+- ``_tile_part``, the strided-group tile of tiles too small for column groups (test plans); its
+  selection (``_part_ranked``: a bound from strided group maxima, an exact rank; more than CAP
+  elements above that bound take 32 successive maxima, select_jit.top32_extract) is also the
+  column-group tile's exact fallback when more than FCAP elements pass its bound, run there part by
+  part (``_parts_fallback``) so that it costs the common path no registers.
 
 A greedy row without a trace stores only the tile's largest key (clause 4.1: the argmax is all it
 needs). With TAGGED, every stored word carries the row's tag (tags_jit).
@@ -52,9 +54,9 @@ from dyadic24.kernels.tags_jit import row_tags  # noqa: E402
 # benchmarks/DESIGN.md "Tile size, warps and registers" and "Tile selection":
 WARPS = tl.constexpr(4)  # warps per tile program
 NT = tl.constexpr(32 * WARPS.value)  # column groups of the column-group tile: one per thread
-GROUPS = tl.constexpr(128)  # _tile_part's strided groups (the 32nd largest maximum bounds the tile's 32nd)
-CAP = tl.constexpr(64)  # _tile_part's compaction slots (more above its bound: 32 successive maxima)
-FCAP = tl.constexpr(128)  # _tile_fast's compaction slots (more: _tile_part); the workspace's row width
+GROUPS = tl.constexpr(128)  # _part_ranked's strided groups (the 32nd largest maximum bounds the 32nd)
+CAP = tl.constexpr(64)  # _part_ranked's compaction slots (more above its bound: 32 successive maxima)
+FCAP = tl.constexpr(128)  # _tile_fast's compaction slots (more: _parts_fallback); the workspace's row width
 SMALL_SEL = tl.constexpr(64)  # _tile_fast orders at most this many selected elements in 64 lanes
 
 
@@ -154,8 +156,8 @@ def _tile_fast(
     when fewer than 32 elements lie above theta (_eq_masks), and writes their indices to consecutive
     slots of the program's row of the workspace after an exclusive scan of the column counts; the
     selected elements (at most FCAP) are reloaded, keyed and ordered (_selected_top32). More than
-    FCAP selected (large values crowded into a few warps' columns) takes _tile_part: the layout is a
-    matter of speed only, the bounds hold for any partition into columns.
+    FCAP selected (large values crowded into a few warps' columns) takes _parts_fallback: the layout
+    is a matter of speed only, the bounds hold for any partition into columns.
 
     Values, not keys, per element. Each element costs one NaN-propagating binary32 maximum (its
     column's) and one binary32 comparison per mask; value keys (value_key32) are formed only per
@@ -260,10 +262,9 @@ def _tile_fast(
                 top = _selected_top32(s_row, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
             tl.store(out + l32, top ^ ktag)
         else:
-            _tile_part(
-                logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
-                greedy_fast, ktag, ftag, TILE, SRC,
-            )  # fmt: skip
+            _parts_fallback(
+                logits_ptr, cand_ptr, scratch_ptr + pid * FCAP, pid, row, tile, V, ktag, TILE, SRC, BY_COUNT
+            )
 
 
 @triton.jit
@@ -284,23 +285,10 @@ def _tile_part(
 ):
     """The strided-group tile: the tile's candidates and flags NaN << 2 | +inf << 1 | live (clause
     2.1; a NaN gets the largest key, so the tile's largest key alone tells NaN, else +inf, else
-    "anything but -inf").
-
-    theta = the 32nd largest (with multiplicity) of the G strided group maxima of the int32 value
-    keys, G = min(GROUPS, TILE); 32 distinct elements have a value >= theta, so the tile's top 32
-    keys are every element of value > theta when there are at least 32 of those, otherwise all of them
-    and the lowest-ID elements of value theta. These (at most CAP) are compacted as keys into the
-    program's row of the workspace (s_base + pid * CAP: callers pass scratch_ptr + pid * (FCAP - CAP),
-    so that it is the program's row of FCAP slots), ranked by an exact integer count and stored at
-    their rank. More than CAP above theta (adversarial data) takes 32 successive maxima."""
-    G: tl.constexpr = GROUPS if TILE > GROUPS else TILE
-    # per-element state is int32 (value keys, local indices); keys are formed only for the compaction
-    loc = tl.arange(0, TILE)
+    "anything but -inf"), its top 32 keys by _part_ranked. The workspace row is s_base + pid * CAP
+    (callers pass scratch_ptr + pid * (FCAP - CAP), so that it is the program's row of FCAP slots)."""
     first_id = tile * TILE
-    inb = loc < tl.minimum(V - first_id, TILE).to(tl.int32)
-    b = load_bits_i32(logits_ptr + (row * V + first_id), loc, inb, SRC)
-    sk = tl.where(inb, tl.where((b & 0x7FFFFFFF) > F32_POS_INF, INT32_MAX, value_key32(b)), INT32_MIN)
-    gm = tl.max(tl.reshape(sk, [TILE // G, G]), axis=0)  # strided groups: lane g holds g mod G
+    loc, inb, sk, gm = _part_keys(logits_ptr + (row * V + first_id), V - first_id, TILE, SRC)
     top = tl.max(gm)
     flags = (
         ((top == INT32_MAX).to(tl.int32) << 2)
@@ -315,31 +303,85 @@ def _tile_part(
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))  # its key (clause 3.1)
         tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
     else:
-        if G == K_C:  # noqa: SIM108 (constexpr branch)
-            theta = tl.min(gm)
-        else:
-            theta = kth32_value(gm, gm > INT32_MIN)
-        gt = inb & (sk > theta)
-        eq = inb & (sk == theta)
-        n_gt, n_eq = count_pair(gt, eq, TILE)
-        if n_gt <= CAP:
-            c_gt, c_eq = scan_pair(gt, eq, TILE)
-            need = K_C - n_gt
-            sel = gt | (eq & (c_eq <= need))
-            slot = tl.where(gt, c_gt - 1, n_gt + c_eq - 1)
-            s_row = s_base + pid * CAP
-            tl.store(s_row + slot, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), mask=sel)
-            n_sel = n_gt + tl.minimum(tl.maximum(need, 0), n_eq)
-            tl.debug_barrier()  # the compacted keys were written by other threads of this program
-            lane = tl.arange(0, CAP)
-            live = lane < n_sel
-            s = tl.load(s_row + lane, mask=live, other=KEY_PAD)
-            rank = rank_desc(s, live)
-            tl.store(out + rank, s ^ ktag, mask=live & (rank < K_C))
-            tl.store(out + l32, tl.full([K_C], KEY_PAD, tl.int64) ^ ktag, mask=l32 >= n_sel)
-        else:
-            key = tl.where(inb, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), KEY_PAD)
-            tl.store(out + l32, top32_extract(key) ^ ktag)
+        _part_ranked(sk, inb, loc, gm, first_id, s_base + pid * CAP, out, ktag, TILE)
+
+
+@triton.jit
+def _parts_fallback(logits_ptr, cand_ptr, s_row, pid, row, tile, V, ktag, TILE: tl.constexpr,
+                    SRC: tl.constexpr, BY_COUNT: tl.constexpr):  # fmt: skip
+    """_tile_fast's fallback (more than FCAP selected; the tile's flags are already stored), part by
+    part: the top 32 keys of each PART-lane part by _part_ranked, the first in slots CAP .. CAP + 31 of
+    the program's workspace row s_row, each later one in CAP + 32 .. CAP + 63 and merged into the
+    running top 32 in the first (keys are unique, so the tile's top 32 are among its parts' top 32).
+    A part of 8 lanes per thread in a loop needs a fraction of the registers and code of the whole
+    tile: compiled into every tile program, the fallback no longer sets their register allocation
+    (DESIGN.md "Tile selection", "A lean fallback")."""
+    PART: tl.constexpr = 8 * NT
+    first_id = tile * TILE
+    base = logits_ptr + (row * V + first_id)
+    lane = tl.arange(0, 2 * K_C)
+    for p in range(TILE // PART):  # (a loop, not unrolled: one copy of the part's code)
+        loc, inb, sk, gm = _part_keys(base + p * PART, V - first_id - p * PART, PART, SRC)
+        dst = s_row + CAP + K_C * tl.minimum(p, 1)
+        _part_ranked(sk, inb, loc, gm, first_id + p * PART, s_row, dst, 0, PART)
+        tl.debug_barrier()  # (the next part reuses the compaction slots; the merge reads both lists)
+        if p > 0:
+            best = top32(tl.load(s_row + CAP + lane), BY_COUNT)
+            tl.debug_barrier()  # (every thread has read both lists before the running top 32 changes)
+            tl.store(s_row + CAP + tl.arange(0, K_C), best)
+            tl.debug_barrier()
+    tl.store(cand_ptr + pid * K_C + tl.arange(0, K_C), tl.load(s_row + CAP + tl.arange(0, K_C)) ^ ktag)
+
+
+@triton.jit
+def _part_keys(base, avail, TILE: tl.constexpr, SRC: tl.constexpr):
+    """The strided-group tile's per-element state over TILE lanes of which the first avail (at most
+    TILE) lie in the row: (loc, inb, sk, gm), sk the int32 value keys (a NaN INT32_MAX, lanes past
+    the row INT32_MIN) and gm the maxima of the G = min(GROUPS, TILE) strided groups (lane g holds
+    the lanes g mod G). Per-element state is int32; keys are formed only for the compaction."""
+    G: tl.constexpr = GROUPS if TILE > GROUPS else TILE
+    loc = tl.arange(0, TILE)
+    inb = loc < tl.minimum(avail, TILE).to(tl.int32)
+    b = load_bits_i32(base, loc, inb, SRC)
+    sk = tl.where(inb, tl.where((b & 0x7FFFFFFF) > F32_POS_INF, INT32_MAX, value_key32(b)), INT32_MIN)
+    gm = tl.max(tl.reshape(sk, [TILE // G, G]), axis=0)
+    return loc, inb, sk, gm
+
+
+@triton.jit
+def _part_ranked(sk, inb, loc, gm, first_id, s_row, dst, dtag, TILE: tl.constexpr):
+    """The top 32 keys (clause 3.1) of a strided-group tile, stored at dst[rank] xor dtag, KEY_PAD
+    past the real ones. theta = the 32nd largest (with multiplicity) of the strided group maxima gm;
+    32 distinct elements have a value >= theta, so the top 32 keys are every element of value > theta
+    when there are at least 32 of those, otherwise all of them and the lowest-ID elements of value
+    theta. These (at most CAP) are compacted as keys into s_row[0:CAP] and ranked by an exact integer
+    count. More than CAP above theta (adversarial data) takes 32 successive maxima."""
+    G: tl.constexpr = GROUPS if TILE > GROUPS else TILE
+    l32 = tl.arange(0, K_C)
+    if G == K_C:  # noqa: SIM108 (constexpr branch)
+        theta = tl.min(gm)
+    else:
+        theta = kth32_value(gm, gm > INT32_MIN)
+    gt = inb & (sk > theta)
+    eq = inb & (sk == theta)
+    n_gt, n_eq = count_pair(gt, eq, TILE)
+    if n_gt <= CAP:
+        c_gt, c_eq = scan_pair(gt, eq, TILE)
+        need = K_C - n_gt
+        sel = gt | (eq & (c_eq <= need))
+        slot = tl.where(gt, c_gt - 1, n_gt + c_eq - 1)
+        tl.store(s_row + slot, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), mask=sel)
+        n_sel = n_gt + tl.minimum(tl.maximum(need, 0), n_eq)
+        tl.debug_barrier()  # the compacted keys were written by other threads of this program
+        lane = tl.arange(0, CAP)
+        live = lane < n_sel
+        s = tl.load(s_row + lane, mask=live, other=KEY_PAD)
+        rank = rank_desc(s, live)
+        tl.store(dst + rank, s ^ dtag, mask=live & (rank < K_C))
+        tl.store(dst + l32, tl.full([K_C], KEY_PAD, tl.int64) ^ dtag, mask=l32 >= n_sel)
+    else:
+        key = tl.where(inb, (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + loc)), KEY_PAD)
+        tl.store(dst + l32, top32_extract(key) ^ dtag)
 
 
 @triton.jit

@@ -70,13 +70,19 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
             row[block * 64 : min(vocab, block * 64 + n)] += F32(lift)
         return row
     if kind == "warp_heavy":  # large values in warp 0's columns of a column-group tile of 4,096: the
-        # GPU's per-warp bound admits > 1000 (more than FCAP: the tile falls back to _tile_part)
+        # GPU's per-warp bound admits > 1000 (more than FCAP: the tile falls back to _parts_fallback)
         row = rng.standard_normal(vocab).astype(F32)
         row[(idx % 4096) % 512 < 128] += F32(100)
         return row
     if kind == "column_block":  # 256 large values in 8 thread groups: the column-group tile overflows
         row = rng.standard_normal(vocab).astype(F32)
         row[(idx % 512) < 32] += F32(100)
+        return row
+    if kind == "part_crowded":  # large values in strided groups 0-15 of every 1,024 elements: the
+        # column-group tile overflows, and each part of its fallback has more than CAP above its bound
+        # (32 successive maxima, tile_jit._part_ranked)
+        row = rng.standard_normal(vocab).astype(F32)
+        row[(idx % 128) < 16] += F32(100)
         return row
     if kind == "tie_pairs":  # 2 ties per thread group (binary32 layout), none above: phi takes exactly 32
         row = np.full(vocab, F32(-1e30))
@@ -100,7 +106,7 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
 
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
          "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "warp_heavy", "column_block",
-         "tie_pairs", "half_ties", "neg_nan", "pos_inf_tail")  # fmt: skip
+         "part_crowded", "tie_pairs", "half_ties", "neg_nan", "pos_inf_tail")  # fmt: skip
 
 
 # The kinds that also run as greedy rows (clause 4.1; greedy rows take the tiles' argmax only): in
