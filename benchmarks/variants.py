@@ -58,11 +58,6 @@ PLANS: dict[str, dict[str, Any]] = {
     "st700": {"stagger": 700},
     "st1400": {"stagger": 1400},
     "st450-w5": {"stagger": 450, "stagger_wave": 5},
-    "p8192-u3": {"tile": 8192, "maxnreg": None, "persist": 3},
-    "p8192-u2": {"tile": 8192, "maxnreg": None, "persist": 2},
-    "p8192-r128": {"tile": 8192, "persist": 4},
-    "p4096-u3": {"tile": 4096, "maxnreg": None, "persist": 3},
-    "p4096-r128": {"tile": 4096, "maxnreg": 128, "persist": 4},
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
 

@@ -74,9 +74,7 @@ class Plan:
     programs' tagged words (tags_jit) where tags apply (:attr:`tags`) instead of waiting for the tile
     grid's end (with ``pdl``). ``stagger`` (ns; None: :func:`stagger_ns` at launch on a GPU, 0: off)
     and ``stagger_wave``: tile program pid < SMs * stagger_wave waits (pid // SMs) * stagger ns
-    before it loads (timing only; never under the interpreter). ``persist``: 0, one tile program per
-    tile; else persistent tile programs, ``persist`` per SM (one SM under the interpreter), each taking
-    every P-th tile and loading the next before it selects the current one (stagger off).
+    before it loads (timing only; never under the interpreter).
     """
 
     batch: int
@@ -89,7 +87,6 @@ class Plan:
     poll: bool
     stagger: int | None
     stagger_wave: int
-    persist: int = 0
 
     @staticmethod
     def for_shape(
@@ -100,7 +97,6 @@ class Plan:
         maxnreg: int | None = 0,
         stagger: int | None = None,
         stagger_wave: int | None = None,
-        persist: int = 0,
     ) -> Plan:
         """The default plan for [batch, vocab] on this backend: ``tile`` default_tile, ``maxnreg``
         (0) default_maxnreg, ``stagger_wave`` the programs one SM holds at the cap (at most
@@ -116,9 +112,7 @@ class Plan:
             per_sm = SM_REGISTERS // (maxnreg * 32 * TILE_WARPS) if maxnreg else STAGGER_WAVE
             stagger_wave = min(STAGGER_WAVE, per_sm)
         pdl = _pdl_device()
-        return Plan(
-            batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave, persist
-        )
+        return Plan(batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave)
 
     @property
     def pool_shape(self) -> tuple[int, int]:
@@ -363,12 +357,8 @@ def launch(
     if "tile" in stages:
         stagger = _stagger(plan, bits.device, src)
         slots = _slots(bits.device) if stagger else 1
-        total = plan.batch * plan.n_tiles
-        grid = total
-        if plan.persist:
-            grid = min(total, plan.persist * (_slots(bits.device) if bits.device.type == "cuda" else 1))
-        tile_jit.tile_kernel[(grid,)](
-            bits, ws.cand, ws.flags, ws.scratch, ws.counter, common[0], plan.vocab, plan.n_tiles, total,
+        tile_jit.tile_kernel[(plan.batch * plan.n_tiles,)](
+            bits, ws.cand, ws.flags, ws.scratch, ws.counter, common[0], plan.vocab, plan.n_tiles,
             **tile_options(plan, src=src, trace=trace, pdl=pdl and "merge" in stages, stagger=stagger,
                            slots=slots),
         )  # fmt: skip
@@ -384,8 +374,7 @@ def tile_options(plan: Plan, *, src: int, trace: bool, pdl: bool, stagger: int, 
     return {
         "TILE": plan.tile, "SRC": src, "TRACE": trace, "BY_COUNT": plan.by_count, "TAGGED": plan.tags,
         "PDL": pdl, "STAGGER": stagger, "SLOTS": slots if stagger else 1,
-        "WAVE": plan.stagger_wave if stagger else STAGGER_WAVE, "PERSIST": plan.persist > 0,
-        "num_warps": TILE_WARPS,
+        "WAVE": plan.stagger_wave if stagger else STAGGER_WAVE, "num_warps": TILE_WARPS,
         **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
     }  # fmt: skip
 
@@ -415,7 +404,7 @@ def stagger_ns(slots: int, tile: int, itemsize: int) -> int:
 def _stagger(plan: Plan, device: torch.device, src: int) -> int:
     """The tile programs' wait per SM slot for this launch (``Plan.stagger``): 0 under the interpreter,
     off a GPU and when every program has a slot of its own."""
-    if interpreting() or device.type != "cuda" or plan.persist:
+    if interpreting() or device.type != "cuda":
         return 0
     if plan.stagger is not None:
         return plan.stagger

@@ -46,30 +46,15 @@ SPIN_LIMIT = tl.constexpr(8 if interpreting() else 0)
 def row_tags(counter_ptr, row, TAGGED: tl.constexpr):
     """The row's counter word and the key and flag tags of its epoch (zeros when not TAGGED: words are
     stored and read untagged)."""
-    word = row_word(counter_ptr, row, TAGGED)
-    ktag, ftag = word_tags(word, TAGGED)
-    return word, ktag, ftag
-
-
-@triton.jit
-def row_word(counter_ptr, row, TAGGED: tl.constexpr):
-    """The row's counter word (0 when not TAGGED)."""
     word = 0
-    if TAGGED:
-        word = tl.load(counter_ptr + row, cache_modifier=".cg")
-    return word
-
-
-@triton.jit
-def word_tags(word, TAGGED: tl.constexpr):
-    """The key and flag tags of a counter word's epoch (zeros when not TAGGED)."""
     ktag = 0
     ftag = 0
     if TAGGED:
+        word = tl.load(counter_ptr + row, cache_modifier=".cg")
         tag = TAG_BASE + (word >> EPOCH_SHIFT)
         ktag = tag.to(tl.int64) << KEY_TAG_SHIFT
         ftag = tag << FLAG_TAG_SHIFT
-    return ktag, ftag
+    return word, ktag, ftag
 
 
 @triton.jit

@@ -49,7 +49,7 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     top32_extract,
     value_key32,
 )
-from dyadic24.kernels.tags_jit import row_word, word_tags  # noqa: E402
+from dyadic24.kernels.tags_jit import row_tags  # noqa: E402
 
 # benchmarks/DESIGN.md "Tile size, warps and registers" and "Tile selection":
 WARPS = tl.constexpr(4)  # warps per tile program
@@ -61,8 +61,8 @@ SMALL_SEL = tl.constexpr(64)  # _tile_fast orders at most this many selected ele
 
 
 # V is specialised (a vocabulary that is a multiple of 16 is known to give 64-byte aligned rows, so
-# the logits are read with 16-byte loads); n_tiles and total are not (no variant per "== 1" / "% 16").
-@triton.jit(do_not_specialize=["n_tiles", "total"])
+# the logits are read with 16-byte loads); n_tiles is not (no variant per "== 1" / "% 16" pattern).
+@triton.jit(do_not_specialize=["n_tiles"])
 def tile_kernel(
     logits_ptr,
     cand_ptr,
@@ -72,7 +72,6 @@ def tile_kernel(
     temp_ptr,
     V,
     n_tiles,
-    total,
     TILE: tl.constexpr,
     SRC: tl.constexpr,
     TRACE: tl.constexpr,
@@ -82,141 +81,60 @@ def tile_kernel(
     STAGGER: tl.constexpr,
     SLOTS: tl.constexpr,
     WAVE: tl.constexpr,
-    PERSIST: tl.constexpr,
 ):
-    """Per (row, tile), tile index t = row * n_tiles + tile of the total = B * n_tiles: the tile's top
-    32 keys at cand[row, tile, :] (clauses 3.1, 3.2: descending, KEY_PAD past the tile's end) and its
-    status flags at flags[row, tile] (clause 2.1: NaN << 2 | +inf << 1 | live; the maximum over the
-    row's tiles gives the row's status, since that bit order is the status precedence). Logits of any
-    format are widened to binary32 patterns by integer operations (clause 1.2). A greedy row without a
-    trace (clause 4.1) stores only the tile's largest key, in lane 0.
+    """Per (row, tile): the tile's top 32 keys at cand[row, tile, :] (clauses 3.1, 3.2: descending,
+    KEY_PAD past the tile's end) and its status flags at flags[row, tile] (clause 2.1: NaN << 2 |
+    +inf << 1 | live; the maximum over the row's tiles gives the row's status, since that bit order
+    is the status precedence). Logits of any format are widened to binary32 patterns by integer
+    operations (clause 1.2). A greedy row without a trace (clause 4.1) stores only the tile's largest
+    key, in lane 0.
 
-    PERSIST: program p takes tiles p, p + P, p + 2P, ... (P programs) and issues each tile's loads
-    before it selects the previous one, so that its reads overlap its own selection (DESIGN.md
-    "Persistent programs"); else program t takes tile t. TAGGED: every stored word carries the row's
-    tag (tags_jit). PDL: the merge, a programmatic dependent launch, may be scheduled at once.
-    STAGGER (ns, GPU only; timing, no output depends on it): SM slot g = pid // SLOTS of the first
-    WAVE slots starts g * STAGGER ns late, so that the slots' loads reach the memory in turn
-    (DESIGN.md "Stagger")."""
+    TAGGED: every stored word carries the row's tag (tags_jit). PDL: the merge, a programmatic
+    dependent launch, may be scheduled at once. STAGGER (ns, GPU only; timing, no output depends on
+    it): SM slot g = pid // SLOTS of the first WAVE slots starts g * STAGGER ns late, so that the
+    slots' loads reach the memory in turn (DESIGN.md "Stagger")."""
     pid = tl.program_id(0).to(tl.int64)
     if PDL:
         gdc_launch_dependents()
-    FAST: tl.constexpr = TILE >= 8 * NT and TILE <= 64 * NT  # the column-group tile: 8 to 64 per thread
-    if PERSIST:
-        step = tl.num_programs(0).to(tl.int64)
-        t = pid
-        raw, raw2, temp, word = _tile_fetch(logits_ptr, temp_ptr, counter_ptr, t, total, V, n_tiles, TILE, SRC,
-                                            TRACE, TAGGED)  # fmt: skip
-        while t < total:
-            row, tile, greedy_fast, ktag, ftag = _tile_row(t, n_tiles, temp, word, TRACE, TAGGED)
-            if FAST:
-                bits, bits2, cnt, n_sel = _tile_fast(
-                    cand_ptr, flags_ptr, t, tile, V, greedy_fast, ktag, ftag, raw, raw2, TILE, SRC, BY_COUNT
-                )
-                if n_sel <= FCAP:
-                    # the next tile's loads go out once this tile's logits are no longer needed in
-                    # registers, before its compaction and order (DESIGN.md "Persistent programs")
-                    raw, raw2, temp, word = _tile_fetch(
-                        logits_ptr, temp_ptr, counter_ptr, t + step, total, V, n_tiles, TILE, SRC, TRACE, TAGGED
-                    )
-                    _tile_compact(logits_ptr, cand_ptr, scratch_ptr, t, row, tile, V, ktag, bits, bits2, cnt,
-                                  n_sel, TILE, SRC, BY_COUNT)  # fmt: skip
-                else:  # (the fallback first: it needs the registers the next tile's logits would hold)
-                    _parts_fallback(logits_ptr, cand_ptr, scratch_ptr + t * FCAP, t, row, tile, V, ktag, TILE, SRC,
-                                    BY_COUNT)  # fmt: skip
-                    raw, raw2, temp, word = _tile_fetch(
-                        logits_ptr, temp_ptr, counter_ptr, t + step, total, V, n_tiles, TILE, SRC, TRACE, TAGGED
-                    )
-            else:
-                _tile_part(logits_ptr, cand_ptr, flags_ptr, scratch_ptr + t * (FCAP - CAP), t, row, tile, V,
-                           greedy_fast, ktag, ftag, TILE, SRC)  # fmt: skip
-                raw, raw2, temp, word = _tile_fetch(
-                    logits_ptr, temp_ptr, counter_ptr, t + step, total, V, n_tiles, TILE, SRC, TRACE, TAGGED
-                )
-            t += step
-    else:
-        if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime)
-            if pid >= SLOTS and pid < SLOTS * WAVE:
-                _hold(pid // SLOTS * STAGGER)
-        raw, raw2, temp, word = _tile_fetch(logits_ptr, temp_ptr, counter_ptr, pid, total, V, n_tiles, TILE, SRC,
-                                            TRACE, TAGGED)  # fmt: skip
-        row, tile, greedy_fast, ktag, ftag = _tile_row(pid, n_tiles, temp, word, TRACE, TAGGED)
-        if FAST:
-            bits, bits2, cnt, n_sel = _tile_fast(
-                cand_ptr, flags_ptr, pid, tile, V, greedy_fast, ktag, ftag, raw, raw2, TILE, SRC, BY_COUNT
-            )
-            if n_sel <= FCAP:
-                _tile_compact(logits_ptr, cand_ptr, scratch_ptr, pid, row, tile, V, ktag, bits, bits2, cnt, n_sel,
-                              TILE, SRC, BY_COUNT)  # fmt: skip
-            else:
-                _parts_fallback(logits_ptr, cand_ptr, scratch_ptr + pid * FCAP, pid, row, tile, V, ktag, TILE, SRC,
-                                BY_COUNT)  # fmt: skip
-        else:
-            _tile_part(logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
-                       greedy_fast, ktag, ftag, TILE, SRC)  # fmt: skip
-
-
-@triton.jit
-def _tile_fetch(logits_ptr, temp_ptr, counter_ptr, t, total, V, n_tiles, TILE: tl.constexpr, SRC: tl.constexpr,
-                TRACE: tl.constexpr, TAGGED: tl.constexpr):  # fmt: skip
-    """The loads of tile t, issued, their values not yet used: (raw, raw2, temp, word), the tile's logits
-    as loaded (_tile_load; column-group tiles only, zeros otherwise: _tile_part loads its own), the
-    row's temperature pattern (0 when TRACE: no greedy shortcut) and counter word (tags_jit.row_word).
-    t >= total (a persistent program's last fetch) loads nothing."""
-    FAST: tl.constexpr = TILE >= 8 * NT and TILE <= 64 * NT  # (as _tile_one)
-    GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # (_tile_fast's layout)
-    HALVES: tl.constexpr = 2 if TILE > NT * 32 else 1
-    HALF: tl.constexpr = TILE // HALVES
-    R: tl.constexpr = HALF // (NT * GW) if FAST else 1
-    live = t < total
-    row = tl.minimum(t, total - 1) // n_tiles
-    first_id = (t - row * n_tiles) * TILE
-    if FAST:
-        lim = tl.where(live, tl.minimum(V - first_id, TILE), 0).to(tl.int32)
-        loc = tl.arange(0, R)[:, None] * (NT * GW) + tl.arange(0, NT * GW)[None, :]
-        raw, raw2 = _tile_load(logits_ptr + (row * V + first_id), loc, lim, live & (first_id + TILE <= V), HALF, HALVES)
-    else:
-        raw = tl.zeros([1, 1], tl.int32)
-        raw2 = raw
-    temp = 0
-    if not TRACE:
-        temp = tl.load(temp_ptr + row)
-    return raw, raw2, temp, row_word(counter_ptr, row, TAGGED)
-
-
-@triton.jit
-def _tile_row(t, n_tiles, temp, word, TRACE: tl.constexpr, TAGGED: tl.constexpr):
-    """Tile t's row and tile in the row, whether it is a greedy row without a trace (clause 4.1: only its
-    argmax is needed), and its row's key and flag tags, from _tile_fetch's temp and word."""
-    row = t // n_tiles
+    if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime)
+        if pid >= SLOTS and pid < SLOTS * WAVE:
+            _hold(pid // SLOTS * STAGGER)
+    row = pid // n_tiles
+    tile = pid - row * n_tiles
     greedy_fast = False
     if not TRACE:
-        greedy_fast = (temp & 0x7FFFFFFF) == 0
-    ktag, ftag = word_tags(word, TAGGED)
-    return row, t - row * n_tiles, greedy_fast, ktag, ftag
+        greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
+    _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
+    if TILE >= 8 * NT and TILE <= 64 * NT:
+        _tile_fast(
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
+            TILE, SRC, BY_COUNT,
+        )  # fmt: skip
+    else:
+        _tile_part(
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
+            greedy_fast, ktag, ftag, TILE, SRC,
+        )  # fmt: skip
 
 
 @triton.jit
 def _tile_fast(
+    logits_ptr,
     cand_ptr,
     flags_ptr,
+    scratch_ptr,
     pid,
+    row,
     tile,
     V,
     greedy_fast,
     ktag,
     ftag,
-    raw,
-    raw2,
     TILE: tl.constexpr,
     SRC: tl.constexpr,
     BY_COUNT: tl.constexpr,
 ):
-    """The column-group tile's first part, from its fetched logits (_tile_fetch): its flags stored, a greedy
-    row's argmax stored, else the selection (bits, bits2, cnt, n_sel) for _tile_compact (n_sel <= FCAP;
-    -1 for a greedy row: nothing left to do) or _parts_fallback (n_sel > FCAP). Past this point the
-    tile's logits are not needed in registers. The candidates and flags are _tile_part's, with little
-    work per element.
+    """The column-group tile: the tile's candidates and flags (as _tile_part) with little work per element.
 
     Layout. The tile is an [R, GW NT] array, element r * GW NT + c; column group t is columns GW t ..
     GW t + GW - 1, GW = the elements of one 16-byte load (4 binary32, 8 bfloat16 / binary16), so
@@ -254,10 +172,14 @@ def _tile_fast(
     R: tl.constexpr = HALF // (NT * GW)
     rr = tl.arange(0, R)[:, None]
     cc = tl.arange(0, NT * GW)[None, :]
+    loc = rr * (NT * GW) + cc
     first_id = tile * TILE
     lim = tl.minimum(V - first_id, TILE).to(tl.int32)
+    inb = loc < lim
     full = first_id + TILE <= V
-    b, b2 = _tile_bits(raw, raw2, lim, full, R, HALVES, SRC)
+    base = logits_ptr + (row * V + first_id)
+    inb2 = loc + HALF < lim
+    b, b2 = _tile_bits(base, loc, inb, inb2, full, HALF, HALVES, SRC)
     x = b.to(tl.float32, bitcast=True)
     x2 = b2.to(tl.float32, bitcast=True)
     # per element only binary32 comparisons and a NaN-propagating maximum (one instruction each);
@@ -281,19 +203,12 @@ def _tile_fast(
     if greedy_fast:  # clause 4.1: the tile's largest key alone (lowest ID among equal values)
         top = tl.max(gmax)
         top_f = key_value32(top)
-        # (no in-bounds test: lanes past V read as -inf and follow every lane of the row in loc, so they
-        # are the first at top_f only when no lane of the row is; a NaN row matches nothing and fails)
-        # (each column's first row at top_f, then the column's index added: _lane_parts' reason)
-        first = tl.min(tl.min(tl.where(x == top_f, rr * (NT * GW), TILE), axis=0) + cc.reshape([NT * GW]))
+        first = tl.min(tl.min(tl.where(inb & (x == top_f), loc, TILE), axis=0))
         if HALVES == 2:
-            at2 = tl.min(tl.where(x2 == top_f, rr * (NT * GW) + HALF, TILE), axis=0) + cc.reshape([NT * GW])
-            first = tl.minimum(first, tl.min(at2))
+            at2 = tl.where(inb2 & (x2 == top_f), loc + HALF, TILE)
+            first = tl.minimum(first, tl.min(tl.min(at2, axis=0)))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))  # its key (clause 3.1)
         tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
-        bits = tl.zeros([NT], tl.int32)
-        bits2 = bits
-        cnt = bits
-        n_sel = -1
     else:
         # (a NaN below -inf could pull theta under the -inf of the lanes past V; the row fails anyway)
         if BY_COUNT:
@@ -304,62 +219,52 @@ def _tile_fast(
         bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
         theta_f = key_value32(theta)  # (x > theta_f exactly when value_key32(x) > theta, x not NaN)
         gtb, gtb2, c_gt, n_gt = _gt_masks(x, x2, theta_f, bit, HALVES, GW)
+        col = tl.arange(0, NT)  # (the compaction's column indices)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
             bits2 = gtb2
             cnt = c_gt
             n_sel = n_gt
         else:  # (the ties' masks only here)
-            eqb, eqb2, c_eq, n_eq = _eq_masks(x, x2, lim, full, theta_f, bit, R, HALVES, GW)
+            eqb, eqb2, c_eq, n_eq = _eq_masks(x, inb, x2, inb2, full, theta_f, bit, HALVES, GW)
             bits, bits2, cnt, n_sel = _with_ties(
-                gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, lim, bit, TILE, R, HALVES, GW
+                gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE, HALVES, GW
             )
-    return bits, bits2, cnt, n_sel
-
-
-@triton.jit
-def _tile_compact(logits_ptr, cand_ptr, scratch_ptr, pid, row, tile, V, ktag, bits, bits2, cnt, n_sel,
-                  TILE: tl.constexpr, SRC: tl.constexpr, BY_COUNT: tl.constexpr):  # fmt: skip
-    """The column-group tile's second part (_tile_fast's selection, 0 <= n_sel <= FCAP; nothing for
-    n_sel < 0): the selected elements' indices to the program's row of the workspace, their logits
-    reloaded, keyed and ordered, the top 32 stored (xor ktag) at cand[pid]."""
-    GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # (_tile_fast's layout)
-    HALVES: tl.constexpr = 2 if TILE > NT * 32 else 1
-    HALF: tl.constexpr = TILE // HALVES
-    first_id = tile * TILE
-    base = logits_ptr + (row * V + first_id)
-    col = tl.arange(0, NT)  # (the compaction's column indices)
-    if n_sel >= 0:
-        # each column's selected indices to consecutive slots of the program's row, lowest bit first
-        # (first half first)
-        s_row = scratch_ptr + pid * FCAP
-        slot = tl.cumsum(cnt, 0) - cnt
-        kmax = tl.max(cnt)
-        n = kmax * 0
-        while n < kmax:
-            if HALVES == 2:
-                first_half = bits != 0
-                lowbit = tl.where(first_half, bits, bits2)
-                lowbit = lowbit & -lowbit
-                bi = bit_index(lowbit)
-                li = _bit_loc(bi, col, GW) + tl.where(first_half, 0, HALF)
-                bits = tl.where(first_half, bits ^ lowbit, bits)
-                bits2 = tl.where(first_half, bits2, bits2 ^ lowbit)
+        if n_sel <= FCAP:
+            # each column's selected indices to consecutive slots of the program's row, lowest bit first
+            # (first half first)
+            s_row = scratch_ptr + pid * FCAP
+            slot = tl.cumsum(cnt, 0) - cnt
+            kmax = tl.max(cnt)
+            n = kmax * 0
+            while n < kmax:
+                if HALVES == 2:
+                    first_half = bits != 0
+                    lowbit = tl.where(first_half, bits, bits2)
+                    lowbit = lowbit & -lowbit
+                    bi = bit_index(lowbit)
+                    li = _bit_loc(bi, col, GW) + tl.where(first_half, 0, HALF)
+                    bits = tl.where(first_half, bits ^ lowbit, bits)
+                    bits2 = tl.where(first_half, bits2, bits2 ^ lowbit)
+                else:
+                    lowbit = bits & -bits
+                    bi = bit_index(lowbit)
+                    li = _bit_loc(bi, col, GW)
+                    bits = bits ^ lowbit
+                tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
+                n += 1
+            tl.debug_barrier()  # the indices were written by other threads of this program
+            # (the common case, ~50 selected for Gaussian logits, orders 64 lanes: one merge round and
+            # one exchange between warps fewer than FCAP)
+            if n_sel <= SMALL_SEL:
+                top = _selected_top32(s_row, base, first_id, n_sel, SMALL_SEL, SRC, BY_COUNT)
             else:
-                lowbit = bits & -bits
-                bi = bit_index(lowbit)
-                li = _bit_loc(bi, col, GW)
-                bits = bits ^ lowbit
-            tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
-            n += 1
-        tl.debug_barrier()  # the indices were written by other threads of this program
-        # (the common case, ~50 selected for Gaussian logits, orders 64 lanes: one merge round and
-        # one exchange between warps fewer than FCAP)
-        if n_sel <= SMALL_SEL:
-            top = _selected_top32(s_row, base, first_id, n_sel, SMALL_SEL, SRC, BY_COUNT)
+                top = _selected_top32(s_row, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
+            tl.store(out + l32, top ^ ktag)
         else:
-            top = _selected_top32(s_row, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
-        tl.store(cand_ptr + pid * K_C + tl.arange(0, K_C), top ^ ktag)
+            _parts_fallback(
+                logits_ptr, cand_ptr, scratch_ptr + pid * FCAP, pid, row, tile, V, ktag, TILE, SRC, BY_COUNT
+            )
 
 
 @triton.jit
@@ -480,43 +385,24 @@ def _part_ranked(sk, inb, loc, gm, first_id, s_row, dst, dtag, TILE: tl.constexp
 
 
 @triton.jit
-def _tile_load(base, loc, lim, full, HALF: tl.constexpr, HALVES: tl.constexpr):
-    """A tile's logits as loaded (integer views; (first half, second half), the second equal to the first
-    with one half), lanes at or past lim (<= TILE) not loaded (zero).
+def _tile_bits(base, loc, inb, inb2, full, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
+    """A tile's binary32 patterns as int32 (clause 1.2), lanes past V as -inf (0xFF800000): (first
+    half, second half), the second equal to the first with one half.
 
     A full tile loads without a mask in a block of its own, both halves in the same block: with only
     the masked form, or with one block per half, ptxas kept some of a thread's 16-byte loads behind
-    the first ones' data, DRAM round trips in a row instead of one (aot_check audits the SASS)."""
+    the first ones' data, DRAM round trips in a row instead of one (aot_check audits the SASS). The
+    same bits either way."""
     if full:
-        raw = tl.load(base + loc)
-        raw2 = raw
-        if HALVES == 2:
-            raw2 = tl.load(base + HALF + loc)
-    else:
-        raw = tl.load(base + loc, mask=loc < lim, other=0)
-        raw2 = raw
-        if HALVES == 2:
-            raw2 = tl.load(base + HALF + loc, mask=loc + HALF < lim, other=0)
-    return raw, raw2
-
-
-@triton.jit
-def _tile_bits(raw, raw2, lim, full, R: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
-    """_tile_load's values as binary32 patterns in int32 (clause 1.2), lanes at or past lim (past V) as
-    -inf (0xFF800000). The same bits for a full tile and a masked one."""
-    GW: tl.constexpr = 4 if SRC == SRC_F32 else 8
-    HALF: tl.constexpr = R * NT * GW
-    if full:
-        b = bits_i32(raw, SRC)
+        b = bits_i32(tl.load(base + loc), SRC)
         b2 = b
         if HALVES == 2:
-            b2 = bits_i32(raw2, SRC)
+            b2 = bits_i32(tl.load(base + HALF + loc), SRC)
     else:
-        lc, cb = _lane_parts(R, GW)
-        b = tl.where(lc < lim - cb, bits_i32(raw, SRC), -8388608)
+        b = tl.where(inb, bits_i32(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
         b2 = b
         if HALVES == 2:
-            b2 = tl.where(lc + HALF < lim - cb, bits_i32(raw2, SRC), -8388608)
+            b2 = tl.where(inb2, bits_i32(tl.load(base + HALF + loc, mask=inb2, other=0), SRC), -8388608)
     return b, b2
 
 
@@ -525,17 +411,6 @@ def _max_nan(a, b):
     """The binary32 maximum that returns NaN when either operand is NaN (max.NaN.f32 on the GPU,
     numpy's maximum under the interpreter): a column's maximum is NaN exactly when it holds a NaN."""
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def _lane_parts(R: tl.constexpr, GW: tl.constexpr):
-    """An [R, GW NT] tile's element indices r * GW NT + c as (r * GW NT + c mod GW, c - c mod GW): the
-    first a constant per register of the thread that holds the element, the second one value per thread.
-    Comparisons test the first against a bound less the second: the indices themselves, formed once for
-    the program, would be held in 32 registers (spilled in the persistent loop)."""
-    rr = tl.arange(0, R)[:, None]
-    cc = tl.arange(0, NT * GW)[None, :]
-    return rr * (NT * GW) + (cc & (GW - 1)), cc - (cc & (GW - 1))
 
 
 @triton.jit
@@ -567,26 +442,24 @@ def _gt_masks(x, x2, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
 
 
 @triton.jit
-def _eq_masks(x, x2, lim, full, theta, bit, R: tl.constexpr, HALVES: tl.constexpr, GW: tl.constexpr):
+def _eq_masks(x, inb, x2, inb2, full, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
     """The elements at theta as _gt_masks forms those above it (eqb, eqb2, c_eq, n_eq); formed only when
     fewer than 32 lie above theta (Gaussian rows almost never: DESIGN.md "Tile selection")."""
-    HALF: tl.constexpr = R * NT * GW
     eqb = _group_bits(tl.where(x == theta, bit, 0), GW)
-    lc, cb = _lane_parts(R, GW)
     if not full:  # lanes past V read as -inf and must not tie with theta = -inf
-        eqb = eqb & _group_bits(tl.where(lc < lim - cb, bit, 0), GW)
+        eqb = eqb & _group_bits(tl.where(inb, bit, 0), GW)
     c_eq = popc32(eqb)
     eqb2 = eqb
     if HALVES == 2:
         eqb2 = _group_bits(tl.where(x2 == theta, bit, 0), GW)
         if not full:
-            eqb2 = eqb2 & _group_bits(tl.where(lc + HALF < lim - cb, bit, 0), GW)
+            eqb2 = eqb2 & _group_bits(tl.where(inb2, bit, 0), GW)
         c_eq += popc32(eqb2)
     return eqb, eqb2, c_eq, tl.sum(c_eq)
 
 
 @triton.jit
-def _with_ties(gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, lim, bit, TILE: tl.constexpr, R: tl.constexpr,
+def _with_ties(gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE: tl.constexpr,
                HALVES: tl.constexpr, GW: tl.constexpr):  # fmt: skip
     """_tile_fast's selection when fewer than 32 elements lie above theta: those and the ties at theta,
     or, when that is more than FCAP, the ties of lowest ID bounded by phi = the 32nd smallest of the
@@ -608,12 +481,11 @@ def _with_ties(gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, lim, bit, TILE: tl.
             tmin2 = HALF + _bit_loc(lo2, col, GW)
             tmin = tl.where((eqb == 0) & (eqb2 != 0), tmin2, tmin)
         phi = kth32_smallest(tmin)
-        lc, cb = _lane_parts(R, GW)
-        bits = gtb | (eqb & _group_bits(tl.where(lc <= phi - cb, bit, 0), GW))
+        bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), GW))
         cnt = popc32(bits)
         bits2 = bits
         if HALVES == 2:
-            bits2 = gtb2 | (eqb2 & _group_bits(tl.where(lc + HALF <= phi - cb, bit, 0), GW))
+            bits2 = gtb2 | (eqb2 & _group_bits(tl.where(loc + HALF <= phi, bit, 0), GW))
             cnt += popc32(bits2)
         n_sel = tl.sum(cnt)
     return bits, bits2, cnt, n_sel

@@ -159,12 +159,6 @@ PLANS: dict[str, dict[str, Any]] = {
     "bitonic": {"by_count": False},
     "halves_bitonic": {"tile": 8192, "by_count": False},
     "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True},
-    # persistent tile programs (3 under the interpreter, each taking every third tile, its next tile's
-    # loads before its selection) in the column-group tile, in halves, polled, and the strided-group one
-    "persist": {"persist": 3},
-    "halves_persist": {"tile": 8192, "persist": 3},
-    "poll_persist": {"poll": True, "persist": 3},
-    "small_tiles_persist": {"tile": 64, "persist": 3},
 }
 
 VOCABS: dict[str, tuple[int, ...]] = {
@@ -177,10 +171,6 @@ VOCABS: dict[str, tuple[int, ...]] = {
     "bitonic": (4097, 9000),
     "halves_bitonic": (9000,),
     "bitonic_pairs": (1100,),
-    "persist": (33, 9000),
-    "halves_persist": (9000,),
-    "poll_persist": (9000,),
-    "small_tiles_persist": (1100,),
 }
 # Triton's bitonic networks are slow under the interpreter: these run in the deep profile only (every
 # path is still reached by default; CI's budget, README).

@@ -127,7 +127,7 @@ def test_launch_options_follow_the_plan() -> None:
     plan = replace(kp.Plan.for_shape(16, 163_840), by_count=False, pdl=True, poll=True)
     tile = kp.tile_options(plan, src=0, trace=False, pdl=True, stagger=902, slots=132)
     assert tile == {"TILE": 8192, "SRC": 0, "TRACE": False, "BY_COUNT": False, "TAGGED": True, "PDL": True,
-                    "STAGGER": 902, "SLOTS": 132, "WAVE": 4, "PERSIST": False, "num_warps": 4, "maxnreg": 128}  # fmt: skip
+                    "STAGGER": 902, "SLOTS": 132, "WAVE": 4, "num_warps": 4, "maxnreg": 128}  # fmt: skip
     unstaggered = kp.tile_options(plan, src=1, trace=True, pdl=False, stagger=0, slots=132)
     assert (unstaggered["SLOTS"], unstaggered["WAVE"], unstaggered["PDL"]) == (1, kp.STAGGER_WAVE, False)
     merge = kp.merge_options(plan, src=2, trace=True, tab_iterations=6, pdl=True)
