@@ -104,8 +104,10 @@ class Case:
         b, v = self.batch, self.vocab
         tab = kp.prepare("cuda")
         tau_bits = int(np.float32(TAU).view(np.uint32))
-        src = 0 if self.dtype == torch.float32 else 1
-        plans = {"tile": kp.Plan.for_shape(b, v), "merge": replace(kp.Plan.for_shape(b, v), poll=False)}
+        src = kp._SRC_KIND[self.dtype]
+        size = torch.tensor([], dtype=self.dtype).element_size()
+        plan = kp.Plan.for_shape(b, v, itemsize=size)
+        plans = {"tile": plan, "merge": replace(plan, poll=False)}
         spaces = {k: kp.make_workspace(b, v, "cuda", p.tile) for k, p in plans.items()}
         kp.propose(self.sets[0][0], self.t_sampled, self.seed, self.round, self.positions[0], tau=TAU,
                    out=self.outs[0], workspace=spaces["merge"], plan=plans["merge"])  # fmt: skip
@@ -217,7 +219,7 @@ def main() -> int:
         info["commit"] = args.commit
     l2 = int(info["l2_bytes"]) or 60 * 2**20
     kp.prepare("cuda")
-    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     vocabs = [int(v) for v in (args.vocabs or "163840,81920,262144").split(",")]
     batches = [int(b) for b in (args.batches or "1,2,4,8,16,64,256").split(",")]
     if args.quick:

@@ -4,7 +4,8 @@
 # its files into one $OUT/<mode>.tgz):
 #
 #   bash benchmarks/h200.sh bench    this tree's kernels, every peer and both floors in one run
-#                                    (benchmarks/bench_propose.py --stages; VOCABS, default all three)
+#                                    (benchmarks/bench_propose.py --stages; VOCABS, default all three;
+#                                    DTYPES, default fp32,bf16,fp16)
 #   bash benchmarks/h200.sh report   the conformance report of this tree's kernels, every step at once
 #                                    (none is timed): `dyadic24 conform --bundled --only kernel
 #                                    --exp-sweep`, kernels/bulk_fuzz.py's 10^6 rows, compute-sanitizer
@@ -23,7 +24,8 @@ mkdir -p "$o"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$o/gpu.txt" 2>&1
 case $mode in
 bench)
-    timeout 560 python benchmarks/bench_propose.py --out "$o" --vocabs "${VOCABS:-163840,81920,262144}" --stages \
+    timeout 560 python benchmarks/bench_propose.py --out "$o" --vocabs "${VOCABS:-163840,81920,262144}" \
+        --dtypes "${DTYPES:-fp32,bf16,fp16}" --stages \
         --commit "${AFTER:-HEAD}" >"$o/log.txt" 2>&1
     echo "bench: exit $?"
     tail -n 45 "$o/bench.md"

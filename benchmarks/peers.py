@@ -132,6 +132,8 @@ class Peers:
         fi = self._flashinfer()
         if fi is None:
             raise RuntimeError(self.fi_skip)
+        if self.dtype not in (torch.float32, torch.bfloat16):  # (the built library's two formats)
+            raise RuntimeError(f"the FlashInfer peer is built for fp32 and bf16 logits, not {self.dtype}")
         lib, stream = fi["lib"], ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         dtype = 0 if self.dtype == torch.float32 else 1
         for p in range(self.depth):

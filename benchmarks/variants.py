@@ -58,12 +58,14 @@ PLANS: dict[str, dict[str, Any]] = {
     "st700": {"stagger": 700},
     "st1400": {"stagger": 1400},
     "st450-w5": {"stagger": 450, "stagger_wave": 5},
+    "t8192-r72": {"tile": 8192, "maxnreg": 72, "stagger_wave": 7},
+    "t8192-r128": {"tile": 8192, "maxnreg": 128, "stagger_wave": 4},
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
 
 
-def plan_for(name: str, batch: int, vocab: int) -> kp.Plan:
-    return kp.Plan.for_shape(batch, vocab, **PLANS[name])
+def plan_for(name: str, batch: int, vocab: int, itemsize: int = 4) -> kp.Plan:
+    return kp.Plan.for_shape(batch, vocab, **{"itemsize": itemsize, **PLANS[name]})
 
 
 def launcher(case: Case, plan: kp.Plan, temp: torch.Tensor) -> Callable[[list[torch.Tensor]], None]:
@@ -86,7 +88,7 @@ def stage_launchers(
     ws = kp.make_workspace(case.batch, case.vocab, DEVICE, plan.tile)
     tab = kp.prepare(DEVICE)
 
-    src = 0 if case.dtype == torch.float32 else 1
+    src = kp._SRC_KIND[case.dtype]
     tau_bits = int(np.float32(TAU).view(np.uint32))
 
     def common(p: int) -> tuple[Any, ...]:
@@ -161,7 +163,10 @@ def main() -> int:
     ap.add_argument("--fuzz", type=int, default=0)
     ap.add_argument("--fuzz-plans", default=",".join(FUZZ_PLANS), help="the plans --fuzz checks")
     ap.add_argument("--bf16", action="store_true", help="also time the default plan on bf16 logits")
-    ap.add_argument("--bf16-named", action="store_true", help="with --bf16: time the named plans on bf16 too")
+    ap.add_argument("--fp16", action="store_true", help="also time the default plan on binary16 logits")
+    ap.add_argument(
+        "--bf16-named", action="store_true", help="with --bf16 / --fp16: time the named plans on them too"
+    )
     ap.add_argument(
         "--clustered",
         action="store_true",
@@ -199,6 +204,7 @@ def main() -> int:
               f"(p10 {r['p10_us']:.1f}, p90 {r['p90_us']:.1f})", flush=True)  # fmt: skip
 
     dtypes = [("fp32", torch.float32)] + ([("bf16", torch.bfloat16)] if args.bf16 else [])
+    dtypes += [("fp16", torch.float16)] if args.fp16 else []
     for dname, dtype in dtypes:
         for batch in (int(b) for b in args.batches.split(",")):
             case = Case(dtype, args.vocab, batch, l2, DEVICE)
@@ -210,7 +216,7 @@ def main() -> int:
             for temp_name, temp in (("sampled", case.t_sampled), ("greedy", case.t_greedy)):
                 ref: list[torch.Tensor] | None = None
                 for name in plans:
-                    plan = plan_for(name, batch, args.vocab)
+                    plan = plan_for(name, batch, args.vocab, torch.tensor([], dtype=dtype).element_size())
                     body = launcher(case, plan, temp)
                     body(case.sets[0])
                     _sync()

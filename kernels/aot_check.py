@@ -10,8 +10,9 @@ launch on a vocabulary that is a multiple of 16 specialises them); by default th
 of both tile sizes and the three logit formats' small tiles, and the binary32 merge with and without
 trace; --all adds the other formats' merges and big tiles, the traced tile, and the shapes whose merge
 does not poll (more than 64 tiles), has no pool (more than 128) or one tile. The tile kernel's only
-floating-point instructions are binary32 comparisons and the NaN-propagating maximum max.NaN.f32
-(TILE_ALLOWED: they round nothing), none in a flush-to-zero form; the merge kernel uses only the kinds
+floating-point instructions are binary32 comparisons, the NaN-propagating maximum max.NaN.f32, the
+widening cvt.f32.f16 of binary16 logits and selects (TILE_ALLOWED: they round nothing), none in a
+flush-to-zero form; the merge kernel uses only the kinds
 listed in MERGE_ALLOWED, no flush-to-zero form but libdevice's abs.ftz.f32, and a fixed recipe: clause 5
 as a binary64 (or, in the hardware path of clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec
 B.6) subtraction, IEEE binary64 divisions (5.2, 7.1) and libdevice exps (14 fma + 1 mul each), one exact
@@ -49,7 +50,7 @@ MERGE_ALLOWED = {
 }  # fmt: skip
 # The tile kernel compares binary32 logits and takes their NaN-propagating maximum (tile_jit._tile_fast):
 # exact, as long as no flush-to-zero form appears (a subnormal would compare equal to zero).
-TILE_ALLOWED = {"max.NaN.f32"}
+TILE_ALLOWED = {"max.NaN.f32", "cvt.f32.f16", "selp.f32"}
 EXP_FMA = 14  # libdevice's binary64 exp: 14 fma + 1 mul
 APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "lg2.approx", "tanh.approx")
 
@@ -188,9 +189,10 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
 
     from dyadic24.kernels import propose as kp
 
-    def h200(batch: int, vocab: int) -> Any:
+    def h200(batch: int, vocab: int, itemsize: int = 4) -> Any:
         """The default plan as an H200 derives it (the CPU compiling here has no GPU)."""
-        return replace(kp.Plan.for_shape(batch, vocab), by_count=False, pdl=True, poll=True)
+        plan = kp.Plan.for_shape(batch, vocab, itemsize=itemsize)
+        return replace(plan, by_count=False, pdl=True, poll=True)
 
     def split(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         keys = ("num_warps", "maxnreg", "launch_pdl")
@@ -227,7 +229,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
             )
         ]
     for src, suffix, (batch, vocab), trace in tiles:
-        plan = h200(batch, vocab)
+        plan = h200(batch, vocab, 4 if src == 0 else 2)
         stagger = kp.stagger_ns(SMS, plan.tile, 4 if src == 0 else 2) if batch * plan.n_tiles > SMS else 0
         sig = {
             "logits_ptr": ptrs[src], "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",

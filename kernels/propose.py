@@ -39,7 +39,8 @@ LAUNCHES = 2  # kernels per position: DESIGN.md "Two launches and the polling me
 TILE = 4096  # vocabulary elements per tile program (the default below BIG_TILE_PROGRAMS programs)
 BIG_TILE = 8192  # the default tile from BIG_TILE_PROGRAMS programs of TILE on (selected in two halves)
 BIG_TILE_PROGRAMS = 160  # programs of TILE from which the default tile is BIG_TILE
-BIG_TILE_MAXNREG = 128  # BIG_TILE's register cap: four programs per SM
+BIG_TILE_MAXNREG = 128  # BIG_TILE's register cap for binary32 logits: four programs per SM
+BIG_TILE_MAXNREG_16 = 96  # and for 16-bit logits (half the bytes per thread): five per SM
 TILE_UNCAPPED_PROGRAMS = 256  # a tile of TILE runs uncapped up to this many programs (two per SM)
 TILE_MAXNREG = 64  # and at this cap above them (eight per SM)
 TILE_WARPS = int(tile_jit.WARPS.value)  # warps per tile program
@@ -97,17 +98,18 @@ class Plan:
         maxnreg: int | None = 0,
         stagger: int | None = None,
         stagger_wave: int | None = None,
+        itemsize: int = 4,
     ) -> Plan:
-        """The default plan for [batch, vocab] on this backend: ``tile`` default_tile, ``maxnreg``
-        (0) default_maxnreg, ``stagger_wave`` the programs one SM holds at the cap (at most
-        STAGGER_WAVE); ``pdl`` and ``poll`` from the device."""
+        """The default plan for [batch, vocab] logits of ``itemsize`` bytes on this backend: ``tile``
+        default_tile, ``maxnreg`` (0) default_maxnreg, ``stagger_wave`` the programs one SM holds at
+        the cap (at most STAGGER_WAVE); ``pdl`` and ``poll`` from the device."""
         if tile is None:
             tile = default_tile(batch, vocab)
         if tile < 32 or tile & (tile - 1) or tile > MAX_TILE:
             raise ArgumentError("tile", f"must be a power of two in [32, {MAX_TILE}], got {tile}")
         n_tiles = -(-vocab // tile)
         if maxnreg == 0:
-            maxnreg = default_maxnreg(batch * n_tiles, tile)
+            maxnreg = default_maxnreg(batch * n_tiles, tile, itemsize)
         if stagger_wave is None:
             per_sm = SM_REGISTERS // (maxnreg * 32 * TILE_WARPS) if maxnreg else STAGGER_WAVE
             stagger_wave = min(STAGGER_WAVE, per_sm)
@@ -160,11 +162,12 @@ def default_tile(batch: int, vocab: int) -> int:
     return BIG_TILE if batch * -(-vocab // TILE) >= BIG_TILE_PROGRAMS else TILE
 
 
-def default_maxnreg(programs: int, tile: int = TILE) -> int | None:
-    """The tile kernel's default register cap: BIG_TILE_MAXNREG for tiles above TILE, else
-    TILE_MAXNREG above TILE_UNCAPPED_PROGRAMS programs (more programs per SM), else none."""
+def default_maxnreg(programs: int, tile: int = TILE, itemsize: int = 4) -> int | None:
+    """The tile kernel's default register cap: for tiles above TILE, BIG_TILE_MAXNREG for binary32 logits
+    and BIG_TILE_MAXNREG_16 for 16-bit ones; else TILE_MAXNREG above TILE_UNCAPPED_PROGRAMS programs
+    (more programs per SM), else none."""
     if tile > TILE:
-        return BIG_TILE_MAXNREG
+        return BIG_TILE_MAXNREG if itemsize == 4 else BIG_TILE_MAXNREG_16
     return TILE_MAXNREG if programs > TILE_UNCAPPED_PROGRAMS else None
 
 
@@ -301,7 +304,7 @@ def propose(
     pos64 = _u64_view("position", position, batch, device)
     tau_bits = tau_to_bits(tau)
     if plan is None:
-        plan = Plan.for_shape(batch, vocab)
+        plan = Plan.for_shape(batch, vocab, itemsize=logits.element_size())
     elif not isinstance(plan, Plan) or (plan.batch, plan.vocab) != (batch, vocab):
         raise ArgumentError("plan", f"must be a Plan for shape [{batch}, {vocab}]")
 

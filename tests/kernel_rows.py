@@ -97,6 +97,20 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
         row = rng.standard_normal(vocab).astype(F32)
         row[vocab // 2] = np.uint32(0xFFFFFFFF).view(F32)
         return row
+    if kind == "f16_subnormal_top":  # the 32 largest of the 1,023 positive binary16 subnormals lead
+        row = (-1 - np.abs(rng.standard_normal(vocab))).astype(F32)
+        row[rng.choice(vocab, 1023, replace=False)] = np.arange(1, 1024, dtype=F32) * F32(2.0**-24)
+        return row
+    if kind == "f16_subnormal_neg":  # -0 and +0 tie on top, negative binary16 subnormals below them
+        row = np.full(vocab, F32(-65504.0))
+        at = rng.choice(vocab, 240, replace=False)
+        row[at[:40]] = np.where(np.arange(40) % 2 == 0, F32(-0.0), F32(0.0))
+        row[at[40:]] = -np.arange(1, 201, dtype=F32) * F32(2.0**-24)
+        return row
+    if kind == "f16_subnormal_max":  # a subnormal argmax among -inf, one ulp above its nearest rival
+        row = np.full(vocab, -np.inf, dtype=F32)
+        row[rng.choice(vocab, 50, replace=False)] = np.arange(1, 51, dtype=F32) * F32(2.0**-24)
+        return row
     if kind == "pos_inf_tail":
         row = rng.standard_normal(vocab).astype(F32)
         row[vocab - 1] = F32(np.inf)

@@ -73,13 +73,16 @@ def test_load_batching_audit_counts_loads_before_the_first_use() -> None:
 
 
 def test_tile_float_audit_admits_exact_comparisons_only() -> None:
-    """The tile kernel's PTX may compare binary32 values and take max.NaN.f32 (tile_jit._tile_fast);
-    a flush-to-zero form (a subnormal logit would tie with zero) or any arithmetic is a problem."""
+    """The tile kernel's PTX may compare binary32 values, take max.NaN.f32, select and widen binary16
+    logits (tile_jit._tile_fast, _widen); a flush-to-zero form (a subnormal logit would tie with zero)
+    or any arithmetic is a problem."""
     from dyadic24.kernels.aot_check import audit_tile, float_ops
 
     ptx = "\tmax.NaN.f32 \t%f3, %f1, %f2;\n\tsetp.lt.f32 \t%p1, %f3, %f4;\n\tsetp.nan.f32 \t%p2, %f3, %f3;\n"
+    ptx += "\tcvt.f32.f16 \t%f5, %rs1;\n\tselp.f32 \t%f6, %f5, %f3, %p1;\n"
     ops = float_ops(ptx)
-    assert ops == {"max.NaN.f32": 1, "setp.lt.f32": 1, "setp.nan.f32": 1}
+    assert ops == {"max.NaN.f32": 1, "setp.lt.f32": 1, "setp.nan.f32": 1, "cvt.f32.f16": 1, "selp.f32": 1}
     assert audit_tile("t", ops) == []
-    for bad in ("max.ftz.NaN.f32", "setp.lt.ftz.f32", "max.f32", "add.f32", "setp.lt.f64"):
+    bads = ("max.ftz.NaN.f32", "setp.lt.ftz.f32", "cvt.ftz.f32.f16", "max.f32", "add.f32", "setp.lt.f64")
+    for bad in bads:
         assert audit_tile("t", float_ops(f"\t{bad} \t%f3, %f1, %f2;\n")), bad

@@ -46,11 +46,16 @@ def test_batch_defaults(batch: int) -> None:
     plan = kp.Plan.for_shape(batch, 163_840)
     assert plan.tile == (kp.BIG_TILE if batch * 40 >= kp.BIG_TILE_PROGRAMS else kp.TILE)  # (40 of TILE)
     assert plan.n_tiles == -(-163_840 // plan.tile)
+    half = kp.Plan.for_shape(batch, 163_840, itemsize=2)
+    assert half.tile == plan.tile
     if plan.tile > kp.TILE:
         assert plan.maxnreg == kp.BIG_TILE_MAXNREG
         assert plan.stagger_wave == 65536 // (128 * 32 * 4) == 4  # (an H200 SM holds four)
+        assert half.maxnreg == kp.BIG_TILE_MAXNREG_16  # 16-bit logits: five programs per SM
+        assert half.stagger_wave == 65536 // (96 * 32 * 4) == 5
     else:
         assert plan.maxnreg is None and plan.stagger_wave == kp.STAGGER_WAVE
+        assert (half.maxnreg, half.stagger_wave) == (plan.maxnreg, plan.stagger_wave)
     assert kp.Plan.for_shape(batch, 163_840, maxnreg=None).maxnreg is None
     assert plan.by_count == interpreting()
     assert plan.pdl == plan.poll == (not interpreting() and kp._pdl_device())

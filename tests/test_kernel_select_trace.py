@@ -41,6 +41,17 @@ def test_half_precision_logits_in_big_tiles(dtype: str) -> None:
     check_plan("halves", 9000, dtype)
 
 
+F16_KINDS = ("f16_subnormal_top", "f16_subnormal_neg", "f16_subnormal_max", "neg_nan", "normal")
+
+
+@pytest.mark.parametrize("plan_name", ["default", "halves"])
+def test_binary16_subnormals_and_nan(plan_name: str) -> None:
+    """clause 1.2: binary16 logits are widened per element by the hardware's conversion in the tile
+    (tile_jit._widen): subnormal candidates, a subnormal argmax, -0 == +0 among negative subnormals and
+    a NaN row give the reference's bits, in full and partial tiles of both sizes."""
+    check_plan(plan_name, 9000, "float16", kinds=F16_KINDS, greedy=("f16_subnormal_max", "f16_subnormal_neg"))
+
+
 @pytest.mark.parametrize("plan_name", ["default", "poll"])
 def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
     """clause 12.3 through the merge that waits and the polling merge (greedy rows with a trace take the
