@@ -238,7 +238,7 @@ def main() -> int:
                     try:
                         r = time_graphs(case, body, args.replays, warmup=30)
                     except Exception as exc:  # a peer that cannot run here is reported, not fatal
-                        skipped[name] = f"{type(exc).__name__}: {exc}"[:300]
+                        skipped[f"{name} {dname}"] = f"{type(exc).__name__}: {exc}"[:300]
                         torch.cuda.synchronize()
                         continue
                     results.append(
