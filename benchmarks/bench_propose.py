@@ -61,8 +61,8 @@ class Case:
         self, dtype: torch.dtype, vocab: int, batch: int, l2_bytes: int, device: str = "cuda"
     ) -> None:
         self.dtype, self.vocab, self.batch = dtype, vocab, batch
-        elt = torch.tensor([], dtype=dtype).element_size()
-        set_bytes = DEPTH * batch * vocab * elt
+        self.itemsize = torch.tensor([], dtype=dtype).element_size()
+        set_bytes = DEPTH * batch * vocab * self.itemsize
         self.n_sets = max(2, min(64, math.ceil(2 * l2_bytes / set_bytes)))
         gen = torch.Generator(device=device).manual_seed(batch * 1_000_003 + vocab)
         self.sets = [
@@ -105,8 +105,7 @@ class Case:
         tab = kp.prepare("cuda")
         tau_bits = int(np.float32(TAU).view(np.uint32))
         src = kp._SRC_KIND[self.dtype]
-        size = torch.tensor([], dtype=self.dtype).element_size()
-        plan = kp.Plan.for_shape(b, v, itemsize=size)
+        plan = kp.Plan.for_shape(b, v, itemsize=self.itemsize)
         plans = {"tile": plan, "merge": replace(plan, poll=False)}
         spaces = {k: kp.make_workspace(b, v, "cuda", p.tile) for k, p in plans.items()}
         kp.propose(self.sets[0][0], self.t_sampled, self.seed, self.round, self.positions[0], tau=TAU,
