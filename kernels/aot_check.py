@@ -12,16 +12,16 @@ trace; --all adds the other formats' merges and big tiles, the traced tile, and 
 does not poll (more than 64 tiles), has no pool (more than 128) or one tile. The tile kernel's only
 floating-point instructions are binary32 comparisons, the NaN-propagating maximum max.NaN.f32, the
 widening cvt.f32.f16 of binary16 logits and selects (TILE_ALLOWED: they round nothing), none in a
-flush-to-zero form; the merge kernel uses only the kinds
-listed in MERGE_ALLOWED, no flush-to-zero form but libdevice's abs.ftz.f32, and a fixed recipe: clause 5
-as a binary64 (or, in the hardware path of clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec
-B.6) subtraction, IEEE binary64 divisions (5.2, 7.1) and libdevice exps (14 fma + 1 mul each), one exact
-product p * 2^24 per truncating conversion (7.2), and at least 5 binary64 additions (the clause-6.2
-tree, a butterfly: each lane adds its node's partner at each of the 5 levels): so no product of the rule
-was contracted into an fma and no approximate instruction (div.full / div.approx / rcp.approx /
-ex2.approx) appears anywhere. The remaining binary32 compares come from libdevice's binary64 exp, which
-tests the high word of its argument as a float (harmless for |z| >= 2^-149; the exhaustive sweep covers
-it), and from comparisons of z that LLVM narrows to binary32 (exact: z is a binary32 value).
+flush-to-zero form; the merge kernel uses only the kinds listed in MERGE_ALLOWED, no flush-to-zero form
+but libdevice's abs.ftz.f32, and a fixed recipe: clause 5 as a binary64 (or, in the hardware path of
+clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec B.6) subtraction, IEEE binary64 divisions
+(5.2, 7.1) and libdevice exps (14 fma + 1 mul each), one exact product p * 2^24 per truncating
+conversion (7.2), and at least 5 binary64 additions (the clause-6.2 tree, a butterfly: each lane adds
+its node's partner at each of the 5 levels): so no product of the rule was contracted into an fma and
+no approximate instruction (div.full / div.approx / rcp.approx / ex2.approx) appears anywhere. The
+remaining binary32 compares come from libdevice's binary64 exp, which tests the high word of its
+argument as a float (harmless for |z| >= 2^-149; the exhaustive sweep covers it), and from comparisons
+of z that LLVM narrows to binary32 (exact: z is a binary32 value).
 Must run in a process where the kernel modules are not yet imported in interpreter mode.
 """
 
@@ -48,8 +48,9 @@ MERGE_ALLOWED = {
     "selp.f32", "cvt.rn.f64.u64", "cvt.rn.f64.s64", "cvt.rn.f64.u32", "cvt.rn.f64.s32", "cvt.f64.f32",
     "cvt.rn.f32.f64", "cvt.rzi.s32.f64", "abs.ftz.f32",
 }  # fmt: skip
-# The tile kernel compares binary32 logits and takes their NaN-propagating maximum (tile_jit._tile_fast):
-# exact, as long as no flush-to-zero form appears (a subnormal would compare equal to zero).
+# The tile kernel compares binary32 logits, takes their NaN-propagating maximum, selects and widens
+# binary16 logits (tile_jit._tile_fast, _widen): exact, as long as no flush-to-zero form appears (a
+# subnormal would compare equal to zero, or be widened to it).
 TILE_ALLOWED = {"max.NaN.f32", "cvt.f32.f16", "selp.f32"}
 EXP_FMA = 14  # libdevice's binary64 exp: 14 fma + 1 mul
 APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "lg2.approx", "tanh.approx")
