@@ -59,11 +59,6 @@ PLANS: dict[str, dict[str, Any]] = {
     "st1400": {"stagger": 1400},
     "st450-w5": {"stagger": 450, "stagger_wave": 5},
     "t8192-r72": {"tile": 8192, "maxnreg": 72, "stagger_wave": 7},
-    "pipe4": {"tile": 8192, "persist": 4},
-    "pipe3": {"tile": 8192, "persist": 3},
-    "pipe2-uncapped": {"tile": 8192, "persist": 2, "maxnreg": None},
-    "pipe3-s3": {"tile": 8192, "persist": 3, "stages": 3},
-    "pipe5-r96": {"tile": 8192, "persist": 5, "maxnreg": 96},
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
 

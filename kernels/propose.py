@@ -44,7 +44,6 @@ BIG_TILE_MAXNREG_16 = 96  # and for 16-bit logits (half the bytes per thread): f
 TILE_UNCAPPED_PROGRAMS = 256  # a tile of TILE runs uncapped up to this many programs (two per SM)
 TILE_MAXNREG = 64  # and at this cap above them (eight per SM)
 TILE_WARPS = int(tile_jit.WARPS.value)  # warps per tile program
-PERSIST_TILES = 64  # tiles per persistent tile program at most (tile_jit.tile_kernel)
 SM_REGISTERS = 65536  # 32-bit registers per SM (sm_80 / sm_90): the programs an SM holds at a cap
 MAX_TILE = 16384  # the largest tile: its counts share packed fields below 2^15 (select_jit.count_pair)
 # benchmarks/DESIGN.md "Merge":
@@ -76,9 +75,7 @@ class Plan:
     programs' tagged words (tags_jit) where tags apply (:attr:`tags`) instead of waiting for the tile
     grid's end (with ``pdl``). ``stagger`` (ns; None: :func:`stagger_ns` at launch on a GPU, 0: off)
     and ``stagger_wave``: tile program pid < SMs * stagger_wave waits (pid // SMs) * stagger ns
-    before it loads (timing only; never under the interpreter). ``persist``: 0, one tile program per
-    tile; else ``persist`` persistent tile programs per SM (one SM under the interpreter), each taking
-    every P-th tile in a loop whose logit loads Triton pipelines ``stages`` - 1 tiles ahead.
+    before it loads (timing only; never under the interpreter).
     """
 
     batch: int
@@ -91,8 +88,6 @@ class Plan:
     poll: bool
     stagger: int | None
     stagger_wave: int
-    persist: int = 0
-    stages: int = 2
 
     @staticmethod
     def for_shape(
@@ -104,8 +99,6 @@ class Plan:
         stagger: int | None = None,
         stagger_wave: int | None = None,
         itemsize: int = 4,
-        persist: int = 0,
-        stages: int = 2,
     ) -> Plan:
         """The default plan for [batch, vocab] logits of ``itemsize`` bytes on this backend: ``tile``
         default_tile, ``maxnreg`` (0) default_maxnreg, ``stagger_wave`` the programs one SM holds at
@@ -121,10 +114,7 @@ class Plan:
             per_sm = SM_REGISTERS // (maxnreg * 32 * TILE_WARPS) if maxnreg else STAGGER_WAVE
             stagger_wave = min(STAGGER_WAVE, per_sm)
         pdl = _pdl_device()
-        return Plan(
-            batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave, persist,
-            stages,
-        )  # fmt: skip
+        return Plan(batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave)
 
     @property
     def pool_shape(self) -> tuple[int, int]:
@@ -370,13 +360,8 @@ def launch(
     if "tile" in stages:
         stagger = _stagger(plan, bits.device, src)
         slots = _slots(bits.device) if stagger else 1
-        total = plan.batch * plan.n_tiles
-        grid = total
-        if plan.persist:  # (at most PERSIST_TILES tiles per program: tile_kernel's bit mask of them)
-            slots = _slots(bits.device) if bits.device.type == "cuda" else 1
-            grid = min(total, max(plan.persist * slots, -(-total // PERSIST_TILES)))
-        tile_jit.tile_kernel[(grid,)](
-            bits, ws.cand, ws.flags, ws.scratch, ws.counter, common[0], plan.vocab, plan.n_tiles, total,
+        tile_jit.tile_kernel[(plan.batch * plan.n_tiles,)](
+            bits, ws.cand, ws.flags, ws.scratch, ws.counter, common[0], plan.vocab, plan.n_tiles,
             **tile_options(plan, src=src, trace=trace, pdl=pdl and "merge" in stages, stagger=stagger,
                            slots=slots),
         )  # fmt: skip
@@ -392,10 +377,7 @@ def tile_options(plan: Plan, *, src: int, trace: bool, pdl: bool, stagger: int, 
     return {
         "TILE": plan.tile, "SRC": src, "TRACE": trace, "BY_COUNT": plan.by_count, "TAGGED": plan.tags,
         "PDL": pdl, "STAGGER": stagger, "SLOTS": slots if stagger else 1,
-        "WAVE": plan.stagger_wave if stagger else STAGGER_WAVE,
-        # (the persistent loop: pipelined, with its barrier in inline assembly, on a GPU; a plain loop
-        # under the interpreter, which has neither)
-        "STAGES": (1 if plan.by_count else plan.stages) if plan.persist else 0, "num_warps": TILE_WARPS,
+        "WAVE": plan.stagger_wave if stagger else STAGGER_WAVE, "num_warps": TILE_WARPS,
         **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
     }  # fmt: skip
 
@@ -425,7 +407,7 @@ def stagger_ns(slots: int, tile: int, itemsize: int) -> int:
 def _stagger(plan: Plan, device: torch.device, src: int) -> int:
     """The tile programs' wait per SM slot for this launch (``Plan.stagger``): 0 under the interpreter,
     off a GPU and when every program has a slot of its own."""
-    if interpreting() or device.type != "cuda" or plan.persist:
+    if interpreting() or device.type != "cuda":
         return 0
     if plan.stagger is not None:
         return plan.stagger

@@ -58,12 +58,11 @@ GROUPS = tl.constexpr(128)  # _part_ranked's strided groups (the 32nd largest ma
 CAP = tl.constexpr(64)  # _part_ranked's compaction slots (more above its bound: 32 successive maxima)
 FCAP = tl.constexpr(128)  # _tile_fast's compaction slots (more: _parts_fallback); the workspace's row width
 SMALL_SEL = tl.constexpr(64)  # _tile_fast orders at most this many selected elements in 64 lanes
-PIPE_KU = tl.constexpr(4)  # the persistent loop's compaction steps: more selected in a column goes later
 
 
 # V is specialised (a vocabulary that is a multiple of 16 is known to give 64-byte aligned rows, so
-# the logits are read with 16-byte loads); n_tiles and total are not (no variant per "== 1" / "% 16").
-@triton.jit(do_not_specialize=["n_tiles", "total"])
+# the logits are read with 16-byte loads); n_tiles is not (no variant per "== 1" / "% 16" pattern).
+@triton.jit(do_not_specialize=["n_tiles"])
 def tile_kernel(
     logits_ptr,
     cand_ptr,
@@ -73,7 +72,6 @@ def tile_kernel(
     temp_ptr,
     V,
     n_tiles,
-    total,
     TILE: tl.constexpr,
     SRC: tl.constexpr,
     TRACE: tl.constexpr,
@@ -83,7 +81,6 @@ def tile_kernel(
     STAGGER: tl.constexpr,
     SLOTS: tl.constexpr,
     WAVE: tl.constexpr,
-    STAGES: tl.constexpr,
 ):
     """Per (row, tile): the tile's top 32 keys at cand[row, tile, :] (clauses 3.1, 3.2: descending,
     KEY_PAD past the tile's end) and its status flags at flags[row, tile] (clause 2.1: NaN << 2 |
@@ -99,45 +96,9 @@ def tile_kernel(
     pid = tl.program_id(0).to(tl.int64)
     if PDL:
         gdc_launch_dependents()
-    if STAGES > 0:
-        # persistent programs: tile t = pid + i P, i < 64; Triton pipelines the loop's logit loads into
-        # asynchronous copies to shared memory, STAGES - 1 tiles ahead, which it does only for a loop
-        # without nested loops or CTA barriers: a tile that needs the fallback (more than FCAP
-        # selected; its loops) sets bit i of ``later`` and takes it after the loop (DESIGN.md
-        # "Pipelined tiles")
-        step = tl.num_programs(0).to(tl.int64)
-        later = pid * 0
-        i = pid * 0
-        for t in tl.range(pid, total, step, num_stages=STAGES):
-            d = _tile_one(logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, temp_ptr, pid * 0 + t, V,
-                          n_tiles, TILE, SRC, TRACE, BY_COUNT, TAGGED, True, STAGES > 1)  # fmt: skip
-            later = later | (d.to(tl.int64) << i)
-            i += 1
-        while later != 0:
-            low = later & -later
-            lo = low.to(tl.int32)
-            k = tl.where(lo != 0, bit_index(lo), 32 + bit_index((low >> 32).to(tl.int32))).to(tl.int64)
-            t = pid + k * step
-            row = t // n_tiles
-            _word, ktag, _ftag = row_tags(counter_ptr, row, TAGGED)
-            _parts_fallback(logits_ptr, cand_ptr, scratch_ptr + t * FCAP, t, row, t - row * n_tiles, V, ktag,
-                            TILE, SRC, BY_COUNT)  # fmt: skip
-            later = later ^ low
-    else:
-        if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime)
-            if pid >= SLOTS and pid < SLOTS * WAVE:
-                _hold(pid // SLOTS * STAGGER)
-        _tile_one(logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, temp_ptr, pid, V, n_tiles,
-                  TILE, SRC, TRACE, BY_COUNT, TAGGED, False, False)  # fmt: skip
-
-
-@triton.jit
-def _tile_one(logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, temp_ptr, pid, V, n_tiles,
-              TILE: tl.constexpr, SRC: tl.constexpr, TRACE: tl.constexpr, BY_COUNT: tl.constexpr,
-              TAGGED: tl.constexpr, PIPED: tl.constexpr, ASM: tl.constexpr):  # fmt: skip
-    """Tile pid = row * n_tiles + tile: its candidates and flags (tile_kernel); 1 when PIPED (inside
-    the persistent loop: no nested loop, no barrier Triton sees) left the tile to the general path,
-    else 0."""
+    if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime)
+        if pid >= SLOTS and pid < SLOTS * WAVE:
+            _hold(pid // SLOTS * STAGGER)
     row = pid // n_tiles
     tile = pid - row * n_tiles
     greedy_fast = False
@@ -145,17 +106,15 @@ def _tile_one(logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, temp_pt
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
     _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
     if TILE >= 8 * NT and TILE <= 64 * NT:
-        later = _tile_fast(
+        _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
-            TILE, SRC, BY_COUNT, PIPED, ASM,
+            TILE, SRC, BY_COUNT,
         )  # fmt: skip
     else:
         _tile_part(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
             greedy_fast, ktag, ftag, TILE, SRC,
         )  # fmt: skip
-        later = (pid * 0).to(tl.int32)
-    return later
 
 
 @triton.jit
@@ -174,8 +133,6 @@ def _tile_fast(
     TILE: tl.constexpr,
     SRC: tl.constexpr,
     BY_COUNT: tl.constexpr,
-    PIPED: tl.constexpr,
-    ASM: tl.constexpr,
 ):
     """The column-group tile: the tile's candidates and flags (as _tile_part) with little work per element.
 
@@ -213,11 +170,8 @@ def _tile_fast(
     HALVES: tl.constexpr = 2 if TILE > NT * 32 else 1  # a 32-bit mask holds a group's elements of one half
     HALF: tl.constexpr = TILE // HALVES
     R: tl.constexpr = HALF // (NT * GW)
-    # (PIPED: the column indices made per tile, so that the loop does not hold them and all derived from
-    # them in registers; a multiple of NT GW keeps their 16-byte alignment known)
-    z = _opaque_zero(pid, ASM) * (NT * GW)
     rr = tl.arange(0, R)[:, None]
-    cc = tl.arange(0, NT * GW)[None, :] + z
+    cc = tl.arange(0, NT * GW)[None, :]
     loc = rr * (NT * GW) + cc
     first_id = tile * TILE
     lim = tl.minimum(V - first_id, TILE).to(tl.int32)
@@ -225,7 +179,7 @@ def _tile_fast(
     full = first_id + TILE <= V
     base = logits_ptr + (row * V + first_id)
     inb2 = loc + HALF < lim
-    b, b2 = _tile_bits(base, loc, inb, inb2, full, HALF, HALVES, SRC, PIPED)
+    b, b2 = _tile_bits(base, loc, inb, inb2, full, HALF, HALVES, SRC)
     x = b.to(tl.float32, bitcast=True)
     x2 = b2.to(tl.float32, bitcast=True)
     # per element only binary32 comparisons and a NaN-propagating maximum (one instruction each);
@@ -246,7 +200,6 @@ def _tile_fast(
     tl.store(flags_ptr + pid, flags ^ ftag)
     l32 = tl.arange(0, K_C)
     out = cand_ptr + pid * K_C
-    later = (pid * 0).to(tl.int32)  # (PIPED: 1 when the tile is left to the general path)
     if greedy_fast:  # clause 4.1: the tile's largest key alone (lowest ID among equal values)
         top = tl.max(gmax)
         top_f = key_value32(top)
@@ -283,19 +236,24 @@ def _tile_fast(
             s_row = scratch_ptr + pid * FCAP
             slot = tl.cumsum(cnt, 0) - cnt
             kmax = tl.max(cnt)
-            if PIPED:  # (no loop: PIPE_KU steps, then PIPE_KU more while any column has more)
-                for blk in tl.static_range(2 * 32 // PIPE_KU):
-                    if kmax > blk * PIPE_KU:
-                        for j in tl.static_range(PIPE_KU):
-                            bits, bits2 = _compact_step(bits, bits2, s_row + slot + blk * PIPE_KU + j, col,
-                                                        HALF, HALVES, GW)  # fmt: skip
-                _cta_barrier(n_sel, ASM)  # the indices were written by other threads of this program
-            else:
-                n = kmax * 0
-                while n < kmax:
-                    bits, bits2 = _compact_step(bits, bits2, s_row + slot + n, col, HALF, HALVES, GW)
-                    n += 1
-                tl.debug_barrier()  # the indices were written by other threads of this program
+            n = kmax * 0
+            while n < kmax:
+                if HALVES == 2:
+                    first_half = bits != 0
+                    lowbit = tl.where(first_half, bits, bits2)
+                    lowbit = lowbit & -lowbit
+                    bi = bit_index(lowbit)
+                    li = _bit_loc(bi, col, GW) + tl.where(first_half, 0, HALF)
+                    bits = tl.where(first_half, bits ^ lowbit, bits)
+                    bits2 = tl.where(first_half, bits2, bits2 ^ lowbit)
+                else:
+                    lowbit = bits & -bits
+                    bi = bit_index(lowbit)
+                    li = _bit_loc(bi, col, GW)
+                    bits = bits ^ lowbit
+                tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
+                n += 1
+            tl.debug_barrier()  # the indices were written by other threads of this program
             # (the common case, ~50 selected for Gaussian logits, orders 64 lanes: one merge round and
             # one exchange between warps fewer than FCAP)
             if n_sel <= SMALL_SEL:
@@ -303,60 +261,10 @@ def _tile_fast(
             else:
                 top = _selected_top32(s_row, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
             tl.store(out + l32, top ^ ktag)
-        elif PIPED:  # (the fallback's loops after the persistent loop: tile_kernel)
-            later = later + 1
         else:
             _parts_fallback(
                 logits_ptr, cand_ptr, scratch_ptr + pid * FCAP, pid, row, tile, V, ktag, TILE, SRC, BY_COUNT
             )
-    return later
-
-
-@triton.jit
-def _compact_step(bits, bits2, dst, col, HALF: tl.constexpr, HALVES: tl.constexpr, GW: tl.constexpr):
-    """One step of the compaction: each column's lowest set bit (first half first) leaves its masks and
-    its tile index goes to dst (the column's next slot); the masks without it."""
-    if HALVES == 2:
-        first_half = bits != 0
-        lowbit = tl.where(first_half, bits, bits2)
-        lowbit = lowbit & -lowbit
-        li = _bit_loc(bit_index(lowbit), col, GW) + tl.where(first_half, 0, HALF)
-        bits = tl.where(first_half, bits ^ lowbit, bits)
-        bits2 = tl.where(first_half, bits2, bits2 ^ lowbit)
-    else:
-        lowbit = bits & -bits
-        li = _bit_loc(bit_index(lowbit), col, GW)
-        bits = bits ^ lowbit
-    tl.store(dst, li.to(tl.int64), mask=lowbit != 0)
-    return bits, bits2
-
-
-@triton.jit
-def _opaque_zero(dep, OPAQUE: tl.constexpr):
-    """0 as int32; with OPAQUE (GPU only) a value the compiler cannot know, computed from dep, so that
-    what is derived from it is not hoisted out of a loop in which dep varies."""
-    if OPAQUE:
-        z = tl.inline_asm_elementwise(
-            "{ .reg .u32 t; cvt.u32.u64 t, $1; and.b32 $0, t, 0; }", "=r,l", [dep.to(tl.int64)],
-            dtype=tl.int32, is_pure=True, pack=1,
-        )  # fmt: skip
-    else:
-        z = (dep * 0).to(tl.int32)
-    return z
-
-
-@triton.jit
-def _cta_barrier(dep, ASM: tl.constexpr):
-    """A CTA barrier once dep is known: with ASM (GPU only) bar.sync in inline assembly, which orders
-    every thread's earlier memory accesses before the others' later ones as tl.debug_barrier does but
-    which Triton's pipeliner does not see (it declines a loop holding tl.debug_barrier); else
-    tl.debug_barrier."""
-    if ASM:
-        tl.inline_asm_elementwise(
-            "bar.sync 0; mov.u32 $0, $1;", "=r,r", [dep.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1
-        )
-    else:
-        tl.debug_barrier()
 
 
 @triton.jit
@@ -477,35 +385,24 @@ def _part_ranked(sk, inb, loc, gm, first_id, s_row, dst, dtag, TILE: tl.constexp
 
 
 @triton.jit
-def _tile_bits(base, loc, inb, inb2, full, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr,
-               PIPED: tl.constexpr):  # fmt: skip
+def _tile_bits(base, loc, inb, inb2, full, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
     """A tile's binary32 patterns as int32 (clause 1.2), lanes past V as -inf (0xFF800000): (first
     half, second half), the second equal to the first with one half.
 
     A full tile loads without a mask in a block of its own, both halves in the same block: with only
     the masked form, or with one block per half, ptxas kept some of a thread's 16-byte loads behind
     the first ones' data, DRAM round trips in a row instead of one (aot_check audits the SASS). The
-    same bits either way. PIPED (the persistent loop): the masked form only, as Triton pipelines a
-    loop's loads only outside nested blocks."""
-    if PIPED:
-        b, b2 = _masked_bits(base, loc, inb, inb2, HALF, HALVES, SRC)
-    elif full:
+    same bits either way."""
+    if full:
         b = _widen(tl.load(base + loc), SRC)
         b2 = b
         if HALVES == 2:
             b2 = _widen(tl.load(base + HALF + loc), SRC)
     else:
-        b, b2 = _masked_bits(base, loc, inb, inb2, HALF, HALVES, SRC)
-    return b, b2
-
-
-@triton.jit
-def _masked_bits(base, loc, inb, inb2, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
-    """_tile_bits' masked form: lanes past V (not inb / inb2) as -inf."""
-    b = tl.where(inb, _widen(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
-    b2 = b
-    if HALVES == 2:
-        b2 = tl.where(inb2, _widen(tl.load(base + HALF + loc, mask=inb2, other=0), SRC), -8388608)
+        b = tl.where(inb, _widen(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
+        b2 = b
+        if HALVES == 2:
+            b2 = tl.where(inb2, _widen(tl.load(base + HALF + loc, mask=inb2, other=0), SRC), -8388608)
     return b, b2
 
 

@@ -173,10 +173,6 @@ PLANS: dict[str, dict[str, Any]] = {
     "bitonic": {"by_count": False},
     "halves_bitonic": {"tile": 8192, "by_count": False},
     "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True},
-    # persistent tile programs (two, so each takes several tiles): the loop-free path and the tiles it
-    # leaves to the fallback after the loop (ties needed, crowded columns, more than FCAP selected)
-    "persist": {"persist": 2, "poll": True},
-    "persist_halves": {"tile": 8192, "persist": 2},
 }
 
 VOCABS: dict[str, tuple[int, ...]] = {
@@ -189,8 +185,6 @@ VOCABS: dict[str, tuple[int, ...]] = {
     "bitonic": (4097, 9000),
     "halves_bitonic": (9000,),
     "bitonic_pairs": (1100,),
-    "persist": (9000, 20000),
-    "persist_halves": (20000,),
 }
 # Triton's bitonic networks are slow under the interpreter: these run in the deep profile only (every
 # path is still reached by default; CI's budget, README).
