@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dyadic24.api import TICKETS, CallInputs, validate_call
@@ -63,7 +63,10 @@ def _find(condition: Any) -> CallInputs:
     return find(
         strategies.batches(CI),
         condition,
-        settings=settings(max_examples=2000, database=None, suppress_health_check=list(HealthCheck)),
+        # (no shrinking: the tests need a call that meets the condition, not the smallest one)
+        settings=settings(
+            max_examples=2000, database=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate]
+        ),
     )
 
 
