@@ -37,7 +37,7 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from peers import Peers
+from peers import Peers, flashinfer_version
 
 from dyadic24.kernels import propose as kp
 
@@ -197,6 +197,7 @@ def versions() -> dict[str, Any]:
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "commit": commit or "unknown",
+        "flashinfer": flashinfer_version(),
     }
 
 
@@ -284,10 +285,11 @@ def markdown(report: dict[str, Any]) -> str:
         f" commit {info['commit']}",
         "",
         f"Driver {info['driver']}, CUDA {info['cuda']}, torch {info['torch']}, triton {info['triton']},"
-        f" Python {info['python']}. Median of CUDA-event-timed CUDA-graph replays, us for the whole depth-5"
-        " graph (per position: / 5); tau = 0.7. *skeleton* is the read-only skeleton (the bytes the rule must"
-        " read, at the rate this GPU reads them); *copy* reads and writes them (twice the bytes); the"
-        " speed-up is against the fastest peer sampler measured in the same run, named.",
+        f" Python {info['python']}, FlashInfer {info.get('flashinfer', 'not recorded')}. Median of"
+        " CUDA-event-timed CUDA-graph replays, us for the whole depth-5 graph (per position: / 5); tau = 0.7."
+        " *skeleton* is the read-only skeleton (the bytes the rule must read, at the rate this GPU reads"
+        " them); *copy* reads and writes them (twice the bytes); the speed-up is against the fastest peer"
+        " sampler measured in the same run, named.",
         "",
     ]
     if report.get("skipped"):

@@ -13,8 +13,8 @@ in the same depth-5 CUDA graphs as dyadic24:
   the whole vocabulary in float32, then the exponential race over the whole vocabulary);
 - flashinfer: FlashInfer's top-k kernel (TopKDispatch, the radix / filtered top-k of its top_k_first
   sampling fast path, k = 32, sorted, deterministic), softmax over the 32, FlashInfer's SamplingFromProb
-  (benchmarks/peers/flashinfer_topk.cu over FlashInfer's headers; skipped with the reason when the
-  library is not there);
+  (benchmarks/peers/flashinfer_topk.cu over FlashInfer's headers, built by build_flashinfer.sh; skipped
+  with the reason when the library is not there);
 - read-skeleton: the memory floor: programs that read tiles of 4,096 logits and store one maximum per
   tile, the bytes the rule must read at the rate this GPU reads them;
 - copy: a device-to-device copy of the logits (reads and writes every byte: twice the skeleton's bytes);
@@ -40,6 +40,16 @@ FLASHINFER_LIB = Path(
         "DYADIC24_FLASHINFER_LIB", Path(__file__).resolve().parents[1] / ".peers" / "libfi_topk.so"
     )
 )
+FLASHINFER_DTYPES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # fi_topk's dtype codes
+
+
+def flashinfer_version() -> str:
+    """The FlashInfer version and commit the peer library was built from, or why it is not there."""
+    if not FLASHINFER_LIB.is_file():
+        return "not built"
+    fn = ctypes.CDLL(str(FLASHINFER_LIB)).fi_version
+    fn.restype = ctypes.c_char_p
+    return str(fn().decode())
 
 
 @triton.jit
@@ -132,10 +142,8 @@ class Peers:
         fi = self._flashinfer()
         if fi is None:
             raise RuntimeError(self.fi_skip)
-        if self.dtype not in (torch.float32, torch.bfloat16):  # (the built library's two formats)
-            raise RuntimeError(f"the FlashInfer peer is built for fp32 and bf16 logits, not {self.dtype}")
         lib, stream = fi["lib"], ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        dtype = 0 if self.dtype == torch.float32 else 1
+        dtype = FLASHINFER_DTYPES[self.dtype]
         for p in range(self.depth):
             st = lib.fi_topk(
                 ctypes.c_void_p(bufs[p].data_ptr()),

@@ -2,31 +2,44 @@
 // FlashInfer's own Python package needs its JIT and a dozen dependencies; the benchmark needs only its
 // top-k (TopKDispatch: the radix / filtered top-k of flashinfer/topk.cuh, the kernel of its
 // top_k_first sampling fast path) and its sampling kernel (SamplingFromProb). Built with nvcc against
-// FlashInfer's own headers (not committed; benchmarks/peers/README.md says how to fetch them).
-#include <cuda_runtime.h>
+// FlashInfer's own headers by build_flashinfer.sh (not committed; benchmarks/peers/README.md).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
 
 #include <flashinfer/sampling.cuh>
 #include <flashinfer/topk.cuh>
 
 using namespace flashinfer;
 
+#ifndef FI_VERSION
+#error "FI_VERSION (FlashInfer's version and commit) must be defined: build with build_flashinfer.sh"
+#endif
+
+template <typename T>
+static cudaError_t topk(void* input, int* indices, void* values, unsigned rows, unsigned k, unsigned len,
+                        void* row_states, cudaStream_t stream) {
+  return sampling::TopKDispatch<T, int>(static_cast<T*>(input), indices, static_cast<T*>(values), rows, k, len,
+                                        static_cast<sampling::RadixRowState*>(row_states), true, true,
+                                        sampling::TopKTieBreak::None, stream, false);
+}
+
 extern "C" {
 
-// top-k (sorted, deterministic) of a [rows, len] float32 (dtype 0) or bfloat16 (dtype 1) matrix;
+// the FlashInfer version and commit the library was built from (bench_propose.py records it)
+const char* fi_version() { return FI_VERSION; }
+
+// top-k (sorted, deterministic) of a [rows, len] float32 (dtype 0), bfloat16 (1) or float16 (2) matrix;
 // row_states: a zeroed scratch buffer of at least 1 MiB (kept zeroed by the kernel itself).
 int fi_topk(void* input, int dtype, int* indices, void* values, unsigned rows, unsigned k, unsigned len,
             void* row_states, cudaStream_t stream) {
-  auto* states = static_cast<sampling::RadixRowState*>(row_states);
-  cudaError_t status;
+  cudaError_t status = cudaErrorInvalidValue;
   if (dtype == 0) {
-    status = sampling::TopKDispatch<float, int>(static_cast<float*>(input), indices, static_cast<float*>(values),
-                                                rows, k, len, states, true, true, sampling::TopKTieBreak::None,
-                                                stream, false);
-  } else {
-    status = sampling::TopKDispatch<nv_bfloat16, int>(static_cast<nv_bfloat16*>(input), indices,
-                                                      static_cast<nv_bfloat16*>(values), rows, k, len, states,
-                                                      true, true, sampling::TopKTieBreak::None, stream, false);
+    status = topk<float>(input, indices, values, rows, k, len, row_states, stream);
+  } else if (dtype == 1) {
+    status = topk<nv_bfloat16>(input, indices, values, rows, k, len, row_states, stream);
+  } else if (dtype == 2) {
+    status = topk<half>(input, indices, values, rows, k, len, row_states, stream);
   }
   return static_cast<int>(status);
 }
