@@ -64,26 +64,38 @@ SMS = 132  # an H200's SMs: the stagger's slots in the compiled variants
 
 
 def batched_wide_loads(sass: str) -> int:
-    """How many LDG.E.128 the SASS issues before the first instruction that reads one of their
-    destination registers (the loads a thread has in flight at once at the start)."""
+    """How many LDG.E.128 the full tile's path issues before the first instruction that reads one of
+    their destination registers (the loads a thread has in flight at once at the start). A run of
+    loads starts at an LDG.E.128 and ends at the first use of its data; the full tile's loads carry no
+    mask, so the runs that start with an unpredicated load are its path's (ptxas places the masked
+    path before or after it as it likes); without such a run (a compiler that predicates both paths)
+    every run counts. The largest run is the answer."""
+    runs: list[tuple[int, bool]] = []  # (loads before the first use, the run's first load unpredicated)
     dests: set[int] = set()
     count = 0
+    plain = False
     for line in sass.splitlines():
-        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*(.*?);", line)
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*(.*?);", line)
         if not m:
             continue
-        op, operands = m.group(1), m.group(2)
+        guard, op, operands = m.group(1), m.group(2), m.group(3)
         parts = operands.split(",", 1)
         sources = {int(r) for r in re.findall(r"\bR(\d+)\b", parts[1] if len(parts) > 1 else "")}
         if op.startswith("LDG.E.128"):
             d = re.match(r"\s*R(\d+)", parts[0])
             if d:
+                if count == 0:
+                    plain = guard is None
                 dests.update(range(int(d.group(1)), int(d.group(1)) + 4))
                 count += 1
             continue
-        if dests & sources:
-            break
-    return count
+        if count and dests & sources:
+            runs.append((count, plain))
+            dests, count = set(), 0
+    if count:
+        runs.append((count, plain))
+    full = [n for n, unmasked in runs if unmasked] or [n for n, _ in runs]
+    return max(full, default=0)
 
 
 def compile_variant(fn: Any, signature: dict[str, str], constexprs: dict[str, Any], options: dict[str, Any],

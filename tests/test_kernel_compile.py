@@ -55,7 +55,8 @@ def test_kernels_compile_for_sm90_with_exact_float_instructions(tmp_path: Path) 
 
 def test_load_batching_audit_counts_loads_before_the_first_use() -> None:
     """The SASS parser of aot_check's load audit: loads after the first use of an earlier one's data
-    do not count (the serialised pattern ptxas produced for 4-warp tiles before _tile_bits)."""
+    do not count (the serialised pattern ptxas produced for 4-warp tiles before _tile_bits), and the
+    full tile's unmasked loads count, wherever ptxas places the masked path's."""
     from dyadic24.kernels.aot_check import batched_wide_loads
 
     def ldg(dst: int, pred: str = "") -> str:
@@ -63,10 +64,17 @@ def test_load_batching_audit_counts_loads_before_the_first_use() -> None:
 
     mov = "        /*0000*/                   IMAD.MOV.U32 R40, RZ, RZ, -0x800000 ;"
     use = "        /*0000*/                   SHF.R.S32.HI R4, RZ, 0x1f, R53 ;"
-    serial = [ldg(52, "@!P3 "), ldg(56), mov, ldg(40, "@!P1 "), use, ldg(40), ldg(44)]
-    assert batched_wide_loads("\n".join(serial)) == 3
+    serial = [ldg(52), ldg(56), mov, use, ldg(40), ldg(44)]
+    assert batched_wide_loads("\n".join(serial)) == 2
     batched = [ldg(52), ldg(56), mov, ldg(40), ldg(44), use]
     assert batched_wide_loads("\n".join(batched)) == 4
+    # the masked path first: its loads do not count, whether fewer or more than the full path's
+    masked = [ldg(52, "@!P3 "), use]
+    assert batched_wide_loads("\n".join([*masked, *batched])) == 4
+    masked = [ldg(52, "@!P3 "), ldg(56, "@!P2 "), ldg(60, "@!P1 "), use]
+    assert batched_wide_loads("\n".join([*masked, ldg(52), use, ldg(56), use])) == 1
+    # only predicated loads (both paths predicated): every run counts
+    assert batched_wide_loads("\n".join([ldg(52, "@!P3 "), mov, ldg(56, "@!P2 "), use])) == 2
     # a read of the address register of a load is not a use of loaded data
     addr = "        /*0000*/                   IADD3 R30, R30, 0x10, RZ ;"
     assert batched_wide_loads("\n".join([ldg(52), addr, ldg(56)])) == 2
