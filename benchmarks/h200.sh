@@ -15,9 +15,16 @@
 #   bash benchmarks/h200.sh ab       this tree and .before/ (a `git archive` of the commit BEFORE,
 #                                    carried) alternately, twice, at AB_BATCHES (default 1,2,4: the
 #                                    launch-bound sizes whose run-to-run spread exceeds 2 %), logged
+#   bash benchmarks/h200.sh ncu      Nsight Compute source counters of the tile kernel at NCU_SHAPES
+#                                    (profile_ncu.py shapes, default fp32 B = 256 sampled and greedy,
+#                                    B = 64 sampled): per-instruction samples (source_*.csv), the
+#                                    details page and the cubin's SASS with its line table, for
+#                                    benchmarks/ncu_source.py
+#
+# The device's copy of the tree may hold a stale .git: pass the commit to stamp as AFTER=<hash>.
 set -uo pipefail
 out=${OUT:?OUT must name the output folder}
-mode=${1:?bench, report or ab}
+mode=${1:?bench, report, ab or ncu}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 o=$out/$mode
 mkdir -p "$o"
@@ -54,8 +61,25 @@ ab)
             "${sel[@]}" --commit "${BEFORE:?the commit of .before/}" >"$o/before_$rep.log" 2>&1)
     done
     ;;
+ncu)
+    ncu --version >"$o/ncu_version.txt" 2>&1
+    for shape in ${NCU_SHAPES:-256:163840:1 256:163840:0 64:163840:1}; do
+        tag=$(echo "$shape" | tr ':' '_')
+        timeout 200 ncu --clock-control none --kernel-name regex:tile_kernel --launch-skip 1 --launch-count 1 \
+            --section SourceCounters --section WarpStateStats --section InstructionStats --section SchedulerStats \
+            --import-source yes -f -o "$o/r_$tag" python benchmarks/profile_ncu.py --calls 2 --shapes "$shape" \
+            >"$o/run_$tag.log" 2>&1
+        ncu -i "$o/r_$tag.ncu-rep" --page source --csv --print-source sass | gzip -9 >"$o/source_$tag.csv.gz"
+        ncu -i "$o/r_$tag.ncu-rep" --page details --csv >"$o/details_$tag.csv" 2>&1
+        rm -f "$o/r_$tag.ncu-rep"
+    done
+    for f in $(find ~/.triton/cache -name tile_kernel.cubin); do
+        nvdisasm -g -c "$f" | gzip -9 >"$o/tile_kernel_$(basename "$(dirname "$f")").sass.gz"
+    done
+    ls "$o"
+    ;;
 *)
-    echo "unknown mode $mode (bench, report or ab)"; exit 2
+    echo "unknown mode $mode (bench, report, ab or ncu)"; exit 2
     ;;
 esac
 rm -f "$o"/*.png "$o"/*/*.png
