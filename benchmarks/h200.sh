@@ -3,7 +3,7 @@
 # command each, writing under $OUT (the device tool returns at most 8 files: each mode ends by packing
 # its files into one $OUT/<mode>.tgz):
 #
-#   bash benchmarks/h200.sh bench    this tree's kernels, every peer and both floors in one run
+#   AFTER=<commit> bash benchmarks/h200.sh bench   this tree's kernels, every peer and both floors in one run
 #                                    (benchmarks/bench_propose.py --stages; VOCABS, default all three;
 #                                    DTYPES, default fp32,bf16,fp16)
 #   bash benchmarks/h200.sh report   the conformance report of this tree's kernels, every step at once
@@ -12,7 +12,7 @@
 #                                    memcheck and racecheck, gpu_check (smoke, graph replays, custom op,
 #                                    the kernel's exp path); each under a timeout, so one that hangs
 #                                    leaves the others'
-#   bash benchmarks/h200.sh ab       this tree and .before/ (a `git archive` of the commit BEFORE,
+#   AFTER=<commit> bash benchmarks/h200.sh ab      this tree and .before/ (a `git archive` of the commit BEFORE,
 #                                    carried) alternately, twice, at AB_BATCHES (default 1,2,4: the
 #                                    launch-bound sizes whose run-to-run spread exceeds 2 %), logged
 #   bash benchmarks/h200.sh ncu      Nsight Compute source counters of the tile kernel at NCU_SHAPES
@@ -21,10 +21,12 @@
 #                                    details page and the cubin's SASS with its line table, for
 #                                    benchmarks/ncu_source.py
 #
-# The device's copy of the tree may hold a stale .git: pass the commit to stamp as AFTER=<hash>.
+# The device's copy of the tree may hold a stale .git, so bench and ab stamp this tree's runs with
+# AFTER=<commit> (required), not with what git says there.
 set -uo pipefail
 out=${OUT:?OUT must name the output folder}
 mode=${1:?bench, report, ab or ncu}
+case $mode in bench | ab) : "${AFTER:?AFTER must name the commit of this tree}" ;; esac
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 o=$out/$mode
 mkdir -p "$o"
@@ -33,7 +35,7 @@ case $mode in
 bench)
     timeout 560 python benchmarks/bench_propose.py --out "$o" --vocabs "${VOCABS:-163840,81920,262144}" \
         --dtypes "${DTYPES:-fp32,bf16,fp16}" --stages \
-        --commit "${AFTER:-HEAD}" >"$o/log.txt" 2>&1
+        --commit "$AFTER" >"$o/log.txt" 2>&1
     echo "bench: exit $?"
     tail -n 45 "$o/bench.md"
     ;;
@@ -56,7 +58,7 @@ ab)
     sel=(--impls "${AB_IMPLS:-dyadic24-sampled,dyadic24-greedy}" --batches "${AB_BATCHES:-1,2,4}" --vocabs 163840)
     for rep in 1 2; do
         timeout 150 python benchmarks/bench_propose.py --out "$o/after_$rep" "${sel[@]}" \
-            >"$o/after_$rep.log" 2>&1
+            --commit "$AFTER" >"$o/after_$rep.log" 2>&1
         (cd .before && PYTHONPATH=$PWD timeout 150 python ../benchmarks/bench_propose.py --out "$o/before_$rep" \
             "${sel[@]}" --commit "${BEFORE:?the commit of .before/}" >"$o/before_$rep.log" 2>&1)
     done
