@@ -22,6 +22,9 @@ from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ncu_source import line_table
 
 from dyadic24.kernels import aot_check, merge_jit, tile_jit
 
@@ -35,22 +38,15 @@ def census(kernel: str, name: str, lines: int) -> None:
         compiled = aot_check.compile_variant(KERNELS[kernel], sig, consts, options)
         sass = aot_check.cubin_tool(compiled, "nvdisasm", "-g", "-c") or ""
         usage = aot_check.cubin_tool(compiled, "cuobjdump", "-res-usage") or ""
-        where = ("?", 0)
-        per_line: collections.Counter[tuple[str, int]] = collections.Counter()
-        total = barriers = 0
-        for line in sass.splitlines():
-            m = re.search(r'//## File "([^"]+)", line (\d+)', line)
-            if m:
-                where = (os.path.basename(m.group(1)), int(m.group(2)))
-            elif re.match(r"\s+/\*[0-9a-f]{4,}\*/", line):
-                total += 1
-                per_line[where] += 1
-                barriers += "BAR.SYNC" in line
+        table = line_table(sass)  # (the instructions' source lines, as ncu_source attributes them)
+        per_line = collections.Counter(table.values())
+        total = len(table)
+        barriers = sum("BAR.SYNC" in line for line in sass.splitlines())
         regs = re.search(r"REG:(\d+)", usage)
         n_regs = regs.group(1) if regs else "?"
         print(f"{name}: {total} SASS instructions, {barriers} barriers, {n_regs} registers")
-        for (fname, lineno), count in per_line.most_common(lines):
-            print(f"  {count:6d}  {fname}:{lineno}")
+        for where, count in per_line.most_common(lines):
+            print(f"  {count:6d}  {where}")
 
 
 def main() -> int:
