@@ -15,11 +15,14 @@
 #   AFTER=<commit> bash benchmarks/h200.sh ab      this tree and .before/ (a `git archive` of the commit BEFORE,
 #                                    carried) alternately, twice, at AB_BATCHES (default 1,2,4: the
 #                                    launch-bound sizes whose run-to-run spread exceeds 2 %), logged
-#   bash benchmarks/h200.sh ncu      Nsight Compute source counters of the tile kernel at NCU_SHAPES
-#                                    (profile_ncu.py shapes, default fp32 B = 256 sampled and greedy,
-#                                    B = 64 sampled): per-instruction samples (source_*.csv), the
-#                                    details page and the cubin's SASS with its line table, for
-#                                    benchmarks/ncu_source.py
+#   bash benchmarks/h200.sh ncu      Nsight Compute source counters of each of NCU_KERNELS (default
+#                                    tile_kernel; merge_kernel) at NCU_SHAPES (profile_ncu.py shapes,
+#                                    default fp32 B = 256 sampled and greedy, B = 64 sampled), one
+#                                    launch each: per-instruction samples (source_*.csv), the details
+#                                    page and the cubins' SASS with their line tables, for
+#                                    benchmarks/ncu_source.py; NCU_OPTS_<kernel>: more ncu options
+#                                    (--warp-sampling-interval 0 for short launches, --cache-control
+#                                    none for the merge, whose words a graph finds in L2)
 #
 # The device's copy of the tree may hold a stale .git, so bench and ab stamp this tree's runs with
 # AFTER=<commit> (required), not with what git says there.
@@ -65,18 +68,23 @@ ab)
     ;;
 ncu)
     ncu --version >"$o/ncu_version.txt" 2>&1
-    for shape in ${NCU_SHAPES:-256:163840:1 256:163840:0 64:163840:1}; do
-        tag=$(echo "$shape" | tr ':' '_')
-        timeout 200 ncu --clock-control none --kernel-name regex:tile_kernel --launch-skip 1 --launch-count 1 \
-            --section SourceCounters --section WarpStateStats --section InstructionStats --section SchedulerStats \
-            --import-source yes -f -o "$o/r_$tag" python benchmarks/profile_ncu.py --calls 2 --shapes "$shape" \
-            >"$o/run_$tag.log" 2>&1
-        ncu -i "$o/r_$tag.ncu-rep" --page source --csv --print-source sass | gzip -9 >"$o/source_$tag.csv.gz"
-        ncu -i "$o/r_$tag.ncu-rep" --page details --csv >"$o/details_$tag.csv" 2>&1
-        rm -f "$o/r_$tag.ncu-rep"
-    done
-    for f in $(find ~/.triton/cache -name tile_kernel.cubin); do
-        nvdisasm -g -c "$f" | gzip -9 >"$o/tile_kernel_$(basename "$(dirname "$f")").sass.gz"
+    for kernel in ${NCU_KERNELS:-tile_kernel}; do
+        for shape in ${NCU_SHAPES:-256:163840:1 256:163840:0 64:163840:1}; do
+            tag=$(echo "$shape" | tr ':' '_')
+            [ "$kernel" = tile_kernel ] || tag=${kernel%_kernel}_$tag
+            opts=NCU_OPTS_$kernel
+            # shellcheck disable=SC2086 # (the options are words)
+            timeout 200 ncu --clock-control none ${!opts:-} --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
+                --section SourceCounters --section WarpStateStats --section InstructionStats \
+                --section SchedulerStats --section SpeedOfLight --import-source yes -f -o "$o/r_$tag" \
+                python benchmarks/profile_ncu.py --calls 2 --shapes "$shape" >"$o/run_$tag.log" 2>&1
+            ncu -i "$o/r_$tag.ncu-rep" --page source --csv --print-source sass | gzip -9 >"$o/source_$tag.csv.gz"
+            ncu -i "$o/r_$tag.ncu-rep" --page details --csv >"$o/details_$tag.csv" 2>&1
+            rm -f "$o/r_$tag.ncu-rep"
+        done
+        for f in $(find ~/.triton/cache -name "$kernel.cubin"); do
+            nvdisasm -g -c "$f" | gzip -9 >"$o/${kernel}_$(basename "$(dirname "$f")").sass.gz"
+        done
     done
     ls "$o"
     ;;
