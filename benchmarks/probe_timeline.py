@@ -62,7 +62,7 @@ POINTS: list[tuple[str, str, str, str]] = [
     (
         "tile_jit",
         "tile start",
-        "    row = pid // n_tiles\n    tile = pid - row * n_tiles\n",
+        "    pid = row * n_tiles + tile  # (the program's place in launch order: x fastest)\n",
         f"@_probe({_P}, 0, pid)\n",
     ),
     ("tile_jit", "tile loaded+flags", "    flags = tl.max(words)\n", f"@_probe({_P}, 1, flags)\n"),
@@ -134,7 +134,7 @@ POINTS: list[tuple[str, str, str, str]] = [
     (
         "finish_jit",
         "finish tickets",
-        "    rem = TICKETS - tl.gather(c_incl, lane0 + 31, 0)  # (every lane)\n",
+        "    rem = TICKETS - (total & ((1 << 25) - 1))\n",
         f"@_probe({_M}, 13, tl.max(rem))\n",
     ),
     (
@@ -162,8 +162,19 @@ POINTS: list[tuple[str, str, str, str]] = [
 SIGNATURES: list[tuple[str, str, str]] = [
     (
         "tile_jit",
-        "    V,\n    n_tiles,\n    TILE: tl.constexpr,\n",
-        "    V,\n    n_tiles,\n    probe_ptr,\n    TILE: tl.constexpr,\n",
+        "    V,\n    n_tiles,\n    n_rows,\n    TILE: tl.constexpr,\n",
+        "    V,\n    n_tiles,\n    n_rows,\n    probe_ptr,\n    TILE: tl.constexpr,\n",
+    ),
+    (
+        "tile_jit",
+        "V, pid, row, tile, TILE,\n",
+        "V, pid, row, tile, probe_ptr, TILE,\n",
+    ),
+    (
+        "tile_jit",
+        "    tile,\n    TILE: tl.constexpr,\n    SRC: tl.constexpr,\n    TRACE: tl.constexpr,\n",
+        "    tile,\n    probe_ptr,\n    TILE: tl.constexpr,\n    SRC: tl.constexpr,\n"
+        "    TRACE: tl.constexpr,\n",
     ),
     (
         "tile_jit",

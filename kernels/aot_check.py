@@ -247,7 +247,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
         stagger = kp.stagger_ns(SMS, plan.tile, itemsize) if batch * plan.n_tiles > SMS else 0
         sig = {
             "logits_ptr": ptrs[src], "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",
-            "counter_ptr": "*i32", "temp_ptr": "*i32", "V": "i32", "n_tiles": "i32",
+            "counter_ptr": "*i32", "temp_ptr": "*i32", "V": "i32", "n_tiles": "i32", "n_rows": "i32",
         }  # fmt: skip
         consts, launch = split(
             kp.tile_options(plan, src=src, trace=trace, pdl=True, stagger=stagger, slots=SMS)

@@ -287,8 +287,15 @@ def finish_core(
     # ---- clause 7: p = RN64(e / S) (above), c = floor(p * 2^24), remainder to a*
     p_bits = p64.to(tl.int64, bitcast=True)
     counts = tl.where(slot_valid, floor_times_2_24(p64), 0)  # (int32: the sums stay <= 2^24)
-    c_incl = tl.cumsum(counts, 0)
-    rem = TICKETS - tl.gather(c_incl, lane0 + 31, 0)  # (every lane)
+    # clause 8.1's support = the slots with tickets > 0 = the slots with c > 0: only a*'s tickets
+    # differ from its c, and c_{a*} >= 2^19 - 32 > 0 (a sampled row's t_{a*} >= 2^19 and R <= 32,
+    # clause 7.4). So both prefix sums, of the counts (< 2^25) and of the support entries (<= 32,
+    # from bit 25 on), are one int32 scan, independent of R (one scan on the chain, not two)
+    sel = slot_valid & (counts > 0)
+    both = tl.cumsum(counts + (sel.to(tl.int32) << 25), 0)
+    total = tl.gather(both, lane0 + 31, 0)  # (every lane)
+    c_incl = both & ((1 << 25) - 1)
+    rem = TICKETS - (total & ((1 << 25) - 1))
     tickets = counts + tl.where(slot_valid & (slot_id == astar), rem, 0)
     # clause 9.5's cumulative tickets: a*'s remainder counts from its slot on (slots ascend by ID)
     incl = c_incl + tl.where(slot_id >= astar, rem, 0)
@@ -296,9 +303,8 @@ def finish_core(
     # ---- clause 8.1: support = slots with tickets > 0, ascending ID, padded with (-1, 0). Each slot
     # is stored straight to its output place: a support entry to its rank among the support, any
     # other slot to the padding places after it, in slot order (the places are a permutation of 0..31)
-    sel = slot_valid & (tickets > 0)
-    before = tl.cumsum(sel.to(tl.int32), 0)  # support entries in slots 0..k
-    n_sup = tl.gather(before, lane0 + 31, 0)
+    before = both >> 25  # support entries in slots 0..k
+    n_sup = total >> 25
     place = tl.where(sel, before - 1, n_sup + lane - before)
 
     # ---- clause 9: the draw of sampled rows only (clauses 2.3, 4.2, 10.3)

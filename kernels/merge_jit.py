@@ -293,10 +293,9 @@ def _merge_pool_pairs(
     HOT: tl.constexpr = K_C // MPOOL_K
     best = top32(q, BY_COUNT)
     if MPOOL_K < K_C:
-        tile = _key_tile(best, TILE)
-        pair = tl.where(tile >= 0, tile % NG, -1)
-        full, any_full = _full_groups(pair, NG, MPOOL_K)
-        if any_full != 0:
+        pair = _key_pair(best, TILE, NG)
+        if _any_full(pair, NG, MPOOL_K) != 0:  # (the common path's test; the lanes only when needed)
+            full, _any = _full_groups(pair, NG, MPOOL_K)
             p = tl.arange(0, NG)
             hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
             hot_pair = _set_lanes(hp, HOT)
@@ -318,10 +317,32 @@ def _merge_pool_pairs(
 
 
 @triton.jit
-def _key_tile(keys, TILE: tl.constexpr):
-    """The tile of each real key's token ID (-1 for KEY_PAD)."""
-    ids = 0xFFFFFFFF - (keys & 0xFFFFFFFF)
-    return tl.where(keys != KEY_PAD, ids // TILE, -1)
+def _key_pair(keys, TILE: tl.constexpr, NG: tl.constexpr):
+    """The pool pair (tile % NG) of each real key's token ID, -1 for KEY_PAD. The key's low word is
+    2^32 - 1 - ID (clause 3.1), so the ID is its 32-bit complement; IDs are below 2^31 and TILE and NG
+    powers of two, so unsigned 32-bit arithmetic gives the pair in two shifts and a mask."""
+    ids = ~(keys.to(tl.int32).to(tl.uint32, bitcast=True))
+    return tl.where(keys != KEY_PAD, ((ids // TILE) % NG).to(tl.int32), -1)
+
+
+@triton.jit
+def _any_full(group, NG: tl.constexpr, MPOOL_K: tl.constexpr):
+    """Nonzero when some group (-1: none, else < NG) holds MPOOL_K lanes of the vector (none holds
+    more): the groups' counts packed NIB bits apart into int32 sums (exact in any order; the warp's
+    integer reduction), OR-ed, and since a count is at most MPOOL_K, a power of two, it equals
+    MPOOL_K exactly when its bit log2(MPOOL_K) is set: one test of the OR, no per-lane extraction and
+    no reduction of per-lane flags (_full_groups, on the rare path only)."""
+    NIB: tl.constexpr = 4 if MPOOL_K < 16 else 8
+    PER: tl.constexpr = 32 // NIB
+    HIGH: tl.constexpr = MPOOL_K * (0x11111111 if NIB == 4 else 0x01010101)  # each field's bit log2 K
+    live = group >= 0
+    g = tl.where(live, group, 0)
+    word = g // PER
+    one = tl.where(live, 1 << ((g - word * PER) * NIB), 0)
+    hit = tl.sum(tl.where(word == 0, one, 0))
+    for k in tl.static_range(1, (NG + PER - 1) // PER):
+        hit = hit | tl.sum(tl.where(word == k, one, 0))
+    return (hit.to(tl.int64) & HIGH) != 0  # (int64: HIGH may exceed 2^31 - 1; the sign bits are not in it)
 
 
 @triton.jit

@@ -44,6 +44,7 @@ BIG_TILE_MAXNREG_16 = 96  # and for 16-bit logits (half the bytes per thread): f
 TILE_UNCAPPED_PROGRAMS = 256  # a tile of TILE runs uncapped up to this many programs (two per SM)
 TILE_MAXNREG = 64  # and at this cap above them (eight per SM)
 TILE_WARPS = int(tile_jit.WARPS.value)  # warps per tile program
+GRID_Y = 65535  # CUDA's largest grid extent along y: the tile grid's rows per z slice (tile_grid)
 SM_REGISTERS = 65536  # 32-bit registers per SM (sm_80 / sm_90): the programs an SM holds at a cap
 MAX_TILE = 16384  # the largest tile: its counts share packed fields below 2^15 (select_jit.count_pair)
 # benchmarks/DESIGN.md "Merge":
@@ -360,8 +361,8 @@ def launch(
     if "tile" in stages:
         stagger = _stagger(plan, bits.device, src)
         slots = _slots(bits.device) if stagger else 1
-        tile_jit.tile_kernel[(plan.batch * plan.n_tiles,)](
-            bits, ws.cand, ws.flags, ws.scratch, ws.counter, common[0], plan.vocab, plan.n_tiles,
+        tile_jit.tile_kernel[tile_grid(plan)](
+            bits, ws.cand, ws.flags, ws.scratch, ws.counter, common[0], plan.vocab, plan.n_tiles, plan.batch,
             **tile_options(plan, src=src, trace=trace, pdl=pdl and "merge" in stages, stagger=stagger,
                            slots=slots),
         )  # fmt: skip
@@ -370,6 +371,13 @@ def launch(
             bits, ws.cand, ws.flags, ws.mscratch, ws.counter, *common, plan.vocab, plan.n_tiles, tau_bits,
             tab.size, **merge_options(plan, src=src, trace=trace, tab_iterations=tab.iterations, pdl=pdl),
         )  # fmt: skip
+
+
+def tile_grid(plan: Plan) -> tuple[int, int, int]:
+    """The tile kernel's grid (n_tiles, Y, Z): rows y + z Y, Y at most GRID_Y (CUDA's limit of the
+    grid's second axis), Z as few as cover the batch (programs past the last row do nothing)."""
+    y = min(plan.batch, GRID_Y)
+    return plan.n_tiles, y, -(-plan.batch // y)
 
 
 def tile_options(plan: Plan, *, src: int, trace: bool, pdl: bool, stagger: int, slots: int) -> dict[str, Any]:

@@ -62,7 +62,7 @@ SMALL_SEL = tl.constexpr(64)  # _tile_fast orders at most this many selected ele
 
 # V is specialised (a vocabulary that is a multiple of 16 is known to give 64-byte aligned rows, so
 # the logits are read with 16-byte loads); n_tiles is not (no variant per "== 1" / "% 16" pattern).
-@triton.jit(do_not_specialize=["n_tiles"])
+@triton.jit(do_not_specialize=["n_tiles", "n_rows"])
 def tile_kernel(
     logits_ptr,
     cand_ptr,
@@ -72,6 +72,7 @@ def tile_kernel(
     temp_ptr,
     V,
     n_tiles,
+    n_rows,
     TILE: tl.constexpr,
     SRC: tl.constexpr,
     TRACE: tl.constexpr,
@@ -82,7 +83,8 @@ def tile_kernel(
     SLOTS: tl.constexpr,
     WAVE: tl.constexpr,
 ):
-    """Per (row, tile): the tile's top 32 keys at cand[row, tile, :] (clauses 3.1, 3.2: descending,
+    """Per (row, tile), program (tile, y, z) of a grid (n_tiles, Y, Z) with row = y + z Y < n_rows
+    (tile_grid): the tile's top 32 keys at cand[row, tile, :] (clauses 3.1, 3.2: descending,
     KEY_PAD past the tile's end) and its status flags at flags[row, tile] (clause 2.1: NaN << 2 |
     +inf << 1 | live; the maximum over the row's tiles gives the row's status, since that bit order
     is the status precedence). Logits of any format are widened to binary32 patterns by integer
@@ -93,14 +95,45 @@ def tile_kernel(
     dependent launch, may be scheduled at once. STAGGER (ns, GPU only; timing, no output depends on
     it): SM slot g = pid // SLOTS of the first WAVE slots starts g * STAGGER ns late, so that the
     slots' loads reach the memory in turn (DESIGN.md "Stagger")."""
-    pid = tl.program_id(0).to(tl.int64)
+    # (row and tile from the grid's axes, not pid // n_tiles: that division, ~30 dependent instructions
+    # with a MUFU.RCP, delayed every program's first load; DESIGN.md "Two launches and the polling merge")
+    tile = tl.program_id(0).to(tl.int64)
+    row = tl.program_id(1).to(tl.int64) + tl.program_id(2).to(tl.int64) * tl.num_programs(1)
+    pid = row * n_tiles + tile  # (the program's place in launch order: x fastest)
     if PDL:
         gdc_launch_dependents()
+    if row < n_rows:
+        _tile_program(
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, temp_ptr, V, pid, row, tile, TILE,
+            SRC, TRACE, BY_COUNT, TAGGED, STAGGER, SLOTS, WAVE,
+        )  # fmt: skip
+
+
+@triton.jit
+def _tile_program(
+    logits_ptr,
+    cand_ptr,
+    flags_ptr,
+    scratch_ptr,
+    counter_ptr,
+    temp_ptr,
+    V,
+    pid,
+    row,
+    tile,
+    TILE: tl.constexpr,
+    SRC: tl.constexpr,
+    TRACE: tl.constexpr,
+    BY_COUNT: tl.constexpr,
+    TAGGED: tl.constexpr,
+    STAGGER: tl.constexpr,
+    SLOTS: tl.constexpr,
+    WAVE: tl.constexpr,
+):
+    """tile_kernel's program of a row of the batch."""
     if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime)
         if pid >= SLOTS and pid < SLOTS * WAVE:
             _hold(pid // SLOTS * STAGGER)
-    row = pid // n_tiles
-    tile = pid - row * n_tiles
     greedy_fast = False
     if not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0

@@ -123,6 +123,25 @@ def test_multi_tile_merge(vocab: int, tile: int, pool: tuple[int, int]) -> None:
     assert gpu_check.outputs_match(out, inp.reference())
 
 
+def test_tile_grid_rows_past_its_second_axis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tile grid's rows y + z Y (propose.tile_grid): with Y shrunk to 3, a batch of 7 takes three z
+    slices whose last holds two rows past the batch, which must do nothing; every row keeps the
+    reference's bits (as past CUDA's 65,535 rows along y)."""
+    from dyadic24.kernels import propose as kp
+
+    rng = np.random.default_rng(11)
+    inp = Inputs(fuzz.make_call(rng, 7, 300, "float32", _table_z(), families=("normal", "greedy")), DEVICE)
+    c = inp.call
+    plan = Plan.for_shape(7, 300, 128)
+    monkeypatch.setattr(kp, "GRID_Y", 3)
+    assert kp.tile_grid(plan) == (plan.n_tiles, 3, 3)
+    out = propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=c.tau, plan=plan)
+    assert gpu_check.outputs_match(out, inp.reference())
+    monkeypatch.setattr(kp, "GRID_Y", 65535)
+    assert kp.tile_grid(Plan.for_shape(65535, 64)) == (1, 65535, 1)
+    assert kp.tile_grid(Plan.for_shape(65536, 64)) == (1, 65535, 2)
+
+
 def _call_tensors(call: fuzz.Call) -> tuple[Any, ...]:
     inp = Inputs(call, DEVICE)
     return (inp.logits, inp.temperature, inp.seed, inp.round, inp.position)
