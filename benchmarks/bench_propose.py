@@ -197,8 +197,22 @@ def versions() -> dict[str, Any]:
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "commit": commit or "unknown",
+        "kernels": kernel_sources(),
         "flashinfer": flashinfer_version(),
     }
+
+
+def kernel_sources() -> str:
+    """The first 12 hex digits of the sha256 over the kernel modules that ran (the imported
+    dyadic24.kernels' *.py, by name), so that two trees timed in one call can be told apart: a run
+    that imported another tree's kernels than the one it stamps shows the other tree's digest."""
+    import hashlib
+
+    folder = Path(kp.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def main() -> int:
@@ -282,7 +296,7 @@ def markdown(report: dict[str, Any]) -> str:
     info = report["info"]
     lines = [
         f"# dyadic24 depth-{report['depth']} latency: {info['device']}, {info['date']},"
-        f" commit {info['commit']}",
+        f" commit {info['commit']} (kernel sources {info.get('kernels', 'not recorded')})",
         "",
         f"Driver {info['driver']}, CUDA {info['cuda']}, torch {info['torch']}, triton {info['triton']},"
         f" Python {info['python']}, FlashInfer {info.get('flashinfer', 'not recorded')}. Median of"

@@ -62,7 +62,9 @@ ab)
     for rep in 1 2; do
         timeout 150 python benchmarks/bench_propose.py --out "$o/after_$rep" "${sel[@]}" \
             --commit "$AFTER" >"$o/after_$rep.log" 2>&1
-        (cd .before && PYTHONPATH=$PWD timeout 150 python ../benchmarks/bench_propose.py --out "$o/before_$rep" \
+        # (.before's own script: it puts its own tree first on sys.path; ../benchmarks/bench_propose.py
+        # imported this tree's kernels, so the ab runs before 2026-12-02 13:10 timed this tree twice)
+        (cd .before && PYTHONPATH=$PWD timeout 150 python benchmarks/bench_propose.py --out "$o/before_$rep" \
             "${sel[@]}" --commit "${BEFORE:?the commit of .before/}" >"$o/before_$rep.log" 2>&1)
     done
     ;;
