@@ -60,3 +60,13 @@ def test_committed_summaries_are_the_tools_output(shape: str) -> None:
     source = tool._text(RESULTS / f"source_{shape}.csv.gz")
     sass = tool._text(RESULTS / "tile_kernel.sass.gz")
     assert tool.summarize(source, sass, 16) == (RESULTS / f"summary_{shape}.md").read_text()
+
+
+@pytest.mark.parametrize("name", ["tile_1", "tile_16", "merge_1", "merge_16"])
+def test_committed_small_batch_summaries_are_the_tools_output(name: str) -> None:
+    """results/ncu_source/small_b: each launch's summary from its source counters and its own cubin."""
+    tool = _tool()
+    small = RESULTS / "small_b"
+    source = tool._text(small / f"source_{name}.csv.gz")
+    sass = tool._text(small / f"{name}.sass.gz")
+    assert tool.summarize(source, sass, 16) == (small / f"summary_{name}.md").read_text()
