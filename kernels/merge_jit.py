@@ -295,7 +295,7 @@ def _merge_pool_pairs(
     if MPOOL_K < K_C:
         pair = _key_pair(best, TILE, NG)
         if _any_full(pair, NG, MPOOL_K) != 0:  # (the common path's test; the lanes only when needed)
-            full, _any = _full_groups(pair, NG, MPOOL_K)
+            full = _full_groups(pair, NG, MPOOL_K)
             p = tl.arange(0, NG)
             hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
             hot_pair = _set_lanes(hp, HOT)
@@ -348,9 +348,10 @@ def _any_full(group, NG: tl.constexpr, MPOOL_K: tl.constexpr):
 @triton.jit
 def _full_groups(group, NG: tl.constexpr, MPOOL_K: tl.constexpr):
     """1 for the lanes whose group (-1: none, else < NG) holds MPOOL_K lanes of the vector (none
-    holds more), and that flag's maximum. The groups' counts are packed NIB bits apart into int64
-    sums (integer, exact in any order): a few reductions instead of a [32, 32] matrix, whose two
-    orientations of the vector cost layout changes through shared memory."""
+    holds more), else 0 (the rare path's lanes; _any_full tests for any). The groups' counts are
+    packed NIB bits apart into int64 sums (integer, exact in any order): a few reductions instead of
+    a [32, 32] matrix, whose two orientations of the vector cost layout changes through shared
+    memory."""
     NIB: tl.constexpr = 4 if MPOOL_K < 16 else 8
     PER: tl.constexpr = 64 // NIB
     live = group >= 0
@@ -362,8 +363,7 @@ def _full_groups(group, NG: tl.constexpr, MPOOL_K: tl.constexpr):
     for k in tl.static_range((NG + PER - 1) // PER):
         packed = tl.sum(tl.where(word == k, one, 0))
         full = full | (live & (word == k) & (((packed >> shift) & ((1 << NIB) - 1)) == MPOOL_K))
-    full = full.to(tl.int32)
-    return full, tl.max(full)
+    return full.to(tl.int32)
 
 
 @triton.jit
