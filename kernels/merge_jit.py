@@ -30,6 +30,7 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     scan_pair,
     top32,
     top32_extract,
+    top32_runs,
 )
 from dyadic24.kernels.tags_jit import FLAG_TAG_LIMIT, SPIN_LIMIT, next_epoch, row_tags, untag_keys  # noqa: E402
 
@@ -291,7 +292,7 @@ def _merge_pool_pairs(
     likely tokens share an ID range do."""
     NG: tl.constexpr = MPOOL_T // 2  # pairs: tiles t and t + NG
     HOT: tl.constexpr = K_C // MPOOL_K
-    best = top32(q, BY_COUNT)
+    best = top32_runs(q, MPOOL_K, BY_COUNT)  # (each pair's MPOOL_K lanes are a bitonic run)
     if MPOOL_K < K_C:
         pair = _key_pair(best, TILE, NG)
         if _any_full(pair, NG, MPOOL_K) != 0:  # (the common path's test; the lanes only when needed)

@@ -124,6 +124,76 @@ def top32(flat, BY_COUNT: tl.constexpr):
 
 
 @triton.jit
+def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr):
+    """top32 of a power-of-two-long vector (>= 32) whose aligned runs of RUN lanes (a power of two,
+    at most 32) are each bitonic (the merge's paired pool: a descending and an ascending run met
+    lane by lane). The same keys in the same order as top32: on the GPU Triton's top-k network less
+    its first log2 RUN stages, which sort each run of RUN from scratch, replaced by one bitonic merge
+    of log2 RUN steps (a bitonic run needs no more to be sorted): 3 of 33 exchange steps fewer for
+    runs of 8, 6 for 16, 10 for 32 (benchmarks/DESIGN.md "Merge")."""
+    if BY_COUNT:
+        best = top32(flat, True)
+    else:
+        n: tl.constexpr = flat.shape[0]
+        N: tl.constexpr = (
+            (n >= 2)
+            + (n >= 4)
+            + (n >= 8)
+            + (n >= 16)
+            + (n >= 32)
+            + (n >= 64)
+            + (n >= 128)
+            + (n >= 256)
+            + (n >= 512)
+            + (n >= 1024)
+        )  # (log2 of a power of two from constexpr comparisons)
+        R: tl.constexpr = (RUN >= 2) + (RUN >= 4) + (RUN >= 8) + (RUN >= 16) + (RUN >= 32)
+        tl.static_assert(RUN <= K_C and n >= K_C and n <= 1024)
+        h = tl.reshape(flat, [2] * N)  # (the hypercube: axis N - 1 - j is index bit j)
+        h = _bitonic_merge(h, R, 2 if R < N else 1, N)  # runs sorted, alternating by bit R
+        for i in tl.static_range(R + 1, 6):  # then Triton's top-k from its stage R + 1 on
+            h = _bitonic_merge(h, i, 2 if i < N else 1, N)
+        for i in tl.static_range(6, N + 1):  # keep the larger of two opposite runs of 32, merge
+            h = tl.max(h, axis=N - i)  # (the axis of bit 5 in a cube of N - i + 6 axes)
+            h = _bitonic_merge(h, 5, 2 if i < N else 1, N - i + 5)
+        best = tl.reshape(h, [K_C])
+    return best
+
+
+@triton.jit
+def _bitonic_merge(h, stage: tl.constexpr, order: tl.constexpr, N: tl.constexpr):
+    """Sort each aligned bitonic run of 2^stage lanes of the hypercube h (N axes of 2): ascending
+    (order 0), descending (1), or by index bit ``stage`` (2: ascending where it is 0)."""
+    if order == 2:  # noqa: SIM108 (constexpr branch)
+        flip = _bit_axis(N, stage)
+    else:
+        flip = order
+    for i in tl.static_range(stage):
+        h = _compare_swap(h, flip, stage - 1 - i, N)
+    return h
+
+
+@triton.jit
+def _compare_swap(h, flip, j: tl.constexpr, N: tl.constexpr):
+    """One step of a bitonic network along index bit j: each pair keeps (min, max), or (max, min)
+    where flip is set. The partner is the pair's xor with one's own key (an xor reduction over the
+    axis of 2)."""
+    other = h ^ tl.reduce(h, N - 1 - j, _xor, keep_dims=True)
+    return tl.where((h > other) != (flip ^ _bit_axis(N, j)).to(tl.int1), other, h)
+
+
+@triton.jit
+def _bit_axis(N: tl.constexpr, j: tl.constexpr):
+    """Index bit j of a hypercube of N axes, shaped to broadcast against it."""
+    return tl.reshape(tl.arange(0, 2), [1] * (N - j - 1) + [2] + [1] * j)
+
+
+@triton.jit
+def _xor(a, b):
+    return a ^ b
+
+
+@triton.jit
 def top32_extract(keys):
     """The 32 largest keys (any power-of-two length >= 32), descending, KEY_PAD past the real ones:
     the maximum 32 times, each time below the previous one (integer max reductions, exact for any
