@@ -233,26 +233,13 @@ def _tile_fast(
     tl.store(flags_ptr + pid, flags ^ ftag)
     l32 = tl.arange(0, K_C)
     out = cand_ptr + pid * K_C
-    bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
-    col = tl.arange(0, NT)  # (column group indices)
     if greedy_fast:  # clause 4.1: the tile's largest key alone (lowest ID among equal values)
         top = tl.max(gmax)
         top_f = key_value32(top)
-        # the lowest ID at the maximum: per column group the lowest bit of its mask of elements equal to
-        # it (the first half's, else the second's), then one minimum between groups. Lanes past V need
-        # no mask: each lies above every lane in the row, and an in-row lane holds the maximum (a NaN
-        # maximum matches nothing; its row fails, clause 2.3)
-        eqm = _group_bits(tl.where(x == top_f, bit, 0), GW)
-        eqm2 = eqm
+        first = tl.min(tl.min(tl.where(inb & (x == top_f), loc, TILE), axis=0))
         if HALVES == 2:
-            eqm2 = _group_bits(tl.where(x2 == top_f, bit, 0), GW)
-        in_first = eqm != 0
-        low = tl.where(in_first, eqm, eqm2)
-        low = low & -low
-        at = _bit_loc(bit_index(low), col, GW)
-        if HALVES == 2:
-            at += tl.where(in_first, 0, HALF)
-        first = tl.min(tl.where(low != 0, at, TILE))
+            at2 = tl.where(inb2 & (x2 == top_f), loc + HALF, TILE)
+            first = tl.minimum(first, tl.min(tl.min(at2, axis=0)))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))  # its key (clause 3.1)
         tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
     else:
@@ -262,8 +249,10 @@ def _tile_fast(
         else:
             runs: tl.constexpr = NT // 32
             theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
+        bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
         theta_f = key_value32(theta)  # (x > theta_f exactly when value_key32(x) > theta, x not NaN)
         gtb, gtb2, c_gt, n_gt = _gt_masks(x, x2, theta_f, bit, HALVES, GW)
+        col = tl.arange(0, NT)  # (the compaction's column indices)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
             bits2 = gtb2
