@@ -97,8 +97,8 @@ POINTS: list[tuple[str, str, str, str]] = [
     (
         "merge_jit",
         "merge pool top-32 + pair check",
-        "        best = _merge_pool_pairs(cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, "
-        "TAGGED)\n",
+        "            cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, POOL_RUN\n"
+        "        )\n",
         f"@_probe({_M}, 7, tl.max(best))\n",
     ),
     (

@@ -74,6 +74,7 @@ def merge_kernel(
     TILE: tl.constexpr,
     PDL: tl.constexpr,
     TAGGED: tl.constexpr,
+    POOL_RUN: tl.constexpr,
 ):
     """One program per row: the status (clause 2.1: the maximum of the tiles' flag words), C from the
     tiles' sorted lists (clause 3.2: every tile's list holds its top 32 keys, so the row's top 32 is
@@ -82,12 +83,14 @@ def merge_kernel(
     is computed at the start, while the merge waits for memory (finish_jit.early_draw).
 
     MPOOL_T tiles of MPOOL_K pooled keys (propose.Plan.pool_shape): MPOOL_T >= 2 the paired pool,
-    1 a one-tile row, 0 the threshold merge. PDL (a programmatic dependent launch): the program may
-    start while the tile programs run; untagged it waits for their grid (gdc_wait) before it reads
-    anything they wrote, TAGGED it loads their words at once and reloads until every word carries
-    the row's tag (_pool_validated), then advances the row's epoch for the next launch. The row's
-    inputs (temperature, seed, round, position) were written before the tile kernel started.
-    Candidates and flags are read through L2 (.cg)."""
+    1 a one-tile row, 0 the threshold merge. POOL_RUN (propose.Plan.pool_run): the pool's top 32
+    sorts each pair's bitonic run of MPOOL_K lanes by one merge (POOL_RUN = MPOOL_K), or runs
+    Triton's top-k network from its first stage (1; select_jit.top32_runs). PDL (a programmatic
+    dependent launch): the program may start while the tile programs run; untagged it waits for
+    their grid (gdc_wait) before it reads anything they wrote, TAGGED it loads their words at once
+    and reloads until every word carries the row's tag (_pool_validated), then advances the row's
+    epoch for the next launch. The row's inputs (temperature, seed, round, position) were written
+    before the tile kernel started. Candidates and flags are read through L2 (.cg)."""
     row = tl.program_id(0).to(tl.int64)
     greedy_fast = False  # clause 4.1 without a trace: the argmax is all a greedy row needs
     if not TRACE:
@@ -116,7 +119,7 @@ def merge_kernel(
         logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr,
         row, V, n_tiles, tau_bits, tab_n, greedy_fast, sa, sb, sf, ktag, ftag, d_tb, d_seed, d_rnd, d_pos,
-        TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K, BY_COUNT, TILE, TAGGED,
+        TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K, BY_COUNT, TILE, TAGGED, POOL_RUN,
     )  # fmt: skip
     if TAGGED:
         tl.store(counter_ptr + row, next_epoch(word))
@@ -162,6 +165,7 @@ def _merge_row(
     BY_COUNT: tl.constexpr,
     TILE: tl.constexpr,
     TAGGED: tl.constexpr,
+    POOL_RUN: tl.constexpr,
 ):
     """merge_kernel's row once the tiles' words may be read: the flags' maximum (clause 2.1), the draw,
     C (clause 3.2) and the greedy outputs or the finish. TAGGED: spec_a, spec_b and spec_f are the
@@ -211,7 +215,9 @@ def _merge_row(
             tstart += FCHUNK
         best = tl.where(l32 == 0, tl.max(am), KEY_PAD)
     elif MPOOL_T > 1:
-        best = _merge_pool_pairs(cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED)
+        best = _merge_pool_pairs(
+            cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, POOL_RUN
+        )
     elif MPOOL_T == 1:
         best = one
     else:
@@ -274,6 +280,7 @@ def _merge_pool_pairs(
     MPOOL_K: tl.constexpr,
     BY_COUNT: tl.constexpr,
     TAGGED: tl.constexpr,
+    POOL_RUN: tl.constexpr,
 ):
     """C from the halved pool ``q`` (_pool_pair_max; clause 3.2).
 
@@ -292,7 +299,7 @@ def _merge_pool_pairs(
     likely tokens share an ID range do."""
     NG: tl.constexpr = MPOOL_T // 2  # pairs: tiles t and t + NG
     HOT: tl.constexpr = K_C // MPOOL_K
-    best = top32_runs(q, MPOOL_K, BY_COUNT)  # (each pair's MPOOL_K lanes are a bitonic run)
+    best = top32_runs(q, POOL_RUN, BY_COUNT)  # (POOL_RUN: MPOOL_K, each pair's lanes a bitonic run, or 1)
     if MPOOL_K < K_C:
         pair = _key_pair(best, TILE, NG)
         if _any_full(pair, NG, MPOOL_K) != 0:  # (the common path's test; the lanes only when needed)

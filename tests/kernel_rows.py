@@ -173,6 +173,9 @@ PLANS: dict[str, dict[str, Any]] = {
     "bitonic": {"by_count": False},
     "halves_bitonic": {"tile": 8192, "by_count": False},
     "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True},
+    # the pool's top 32 by the network from its first stage (the default past MERGE_RUN_PROGRAMS tile
+    # programs; the plans above sort each pair's bitonic run by one merge)
+    "bitonic_pairs_network": {"tile": 64, "by_count": False, "poll": True, "pool_run": 1},
 }
 
 VOCABS: dict[str, tuple[int, ...]] = {
@@ -185,6 +188,7 @@ VOCABS: dict[str, tuple[int, ...]] = {
     "bitonic": (4097, 9000),
     "halves_bitonic": (9000,),
     "bitonic_pairs": (1100,),
+    "bitonic_pairs_network": (1100,),
 }
 # Triton's bitonic networks are slow under the interpreter: these run in the deep profile only (every
 # path is still reached by default; CI's budget, README).

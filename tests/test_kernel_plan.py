@@ -137,9 +137,35 @@ def test_launch_options_follow_the_plan() -> None:
     assert (unstaggered["SLOTS"], unstaggered["WAVE"], unstaggered["PDL"]) == (1, kp.STAGGER_WAVE, False)
     merge = kp.merge_options(plan, src=2, trace=True, tab_iterations=6, pdl=True)
     assert merge == {"TAB_ITERS": 6, "TRACE": True, "SRC": 2, "MPOOL_T": 32, "MPOOL_K": 16,
-                     "BY_COUNT": False, "TILE": 8192, "PDL": True, "TAGGED": True, "num_warps": 8,
-                     "launch_pdl": True}  # fmt: skip
+                     "BY_COUNT": False, "TILE": 8192, "PDL": True, "TAGGED": True, "POOL_RUN": 16,
+                     "num_warps": 8, "launch_pdl": True}  # fmt: skip
     assert "launch_pdl" not in kp.merge_options(plan, src=0, trace=False, tab_iterations=6, pdl=False)
+
+
+@pytest.mark.parametrize(
+    ("batch", "vocab", "run"),
+    [
+        (1, 163_840, 8),  # 40 tile programs of 4,096: each pair's 8 lanes sorted by one merge
+        (16, 163_840, 16),  # 320 programs of 8,192
+        (64, 163_840, 1),  # 1,280 programs: Triton's top-k network from its first stage
+        (256, 163_840, 1),
+        (16, 262_144, 16),  # 512 programs, the last with runs
+        (17, 262_144, 1),
+        (4, 1, 1),  # one tile: no pool pairs
+        (1, 2_000_000, 1),  # 245 tiles of 8,192: the threshold merge
+    ],
+)
+def test_pool_run_by_tile_programs(batch: int, vocab: int, run: int) -> None:
+    """The merge's pool top 32 sorts the pairs' bitonic runs by merges up to MERGE_RUN_PROGRAMS tile
+    programs (the measured regime, DESIGN.md "Merge"), else runs the network from its first stage;
+    merge_options refuses a run that is not a power of two up to the pool's keys per tile."""
+    plan = kp.Plan.for_shape(batch, vocab)
+    assert plan.pool_run == run
+    assert (plan.batch * plan.n_tiles <= kp.MERGE_RUN_PROGRAMS) == (run > 1) or plan.pool_shape[0] < 2
+    assert kp.merge_options(plan, src=0, trace=False, tab_iterations=6, pdl=False)["POOL_RUN"] == run
+    for bad in (3, 2 * max(1, plan.pool_shape[1]), 0):
+        with pytest.raises(ValueError, match="pool_run"):
+            kp.merge_options(replace(plan, pool_run=bad), src=0, trace=False, tab_iterations=6, pdl=False)
 
 
 def test_probe_timeline_anchors_exist() -> None:

@@ -31,7 +31,7 @@ from kernel_rows import check_plan, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
-ORDER = ["bitonic", "halves_bitonic", "bitonic_pairs"]
+ORDER = ["bitonic", "halves_bitonic", "bitonic_pairs", "bitonic_pairs_network"]
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(ORDER))
@@ -45,7 +45,7 @@ def _runs_kernel(x_ptr, out_ptr, N: tl.constexpr, RUN: tl.constexpr):  # type: i
     tl.store(out_ptr + tl.arange(0, 32), select_jit.top32_runs(tl.load(x_ptr + tl.arange(0, N)), RUN, False))
 
 
-@pytest.mark.parametrize(("n", "run"), [(32, 32), (64, 32), (256, 8), (256, 16), (128, 4)])
+@pytest.mark.parametrize(("n", "run"), [(32, 32), (64, 32), (256, 8), (256, 16), (128, 4), (256, 1)])
 def test_top32_of_bitonic_runs_is_the_top32(n: int, run: int) -> None:
     """clause 3.2: top32_runs (a bitonic merge per run, then Triton's top-k network from the next
     stage) gives the 32 largest keys in descending order when each aligned run of ``run`` lanes is
