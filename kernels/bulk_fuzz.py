@@ -27,7 +27,9 @@ import numpy as np
 
 SMALL_VOCABS = (1, 2, 7, 31, 32, 33, 64, 100, 257, 1000, 4095, 4096, 4097)
 LARGE_VOCABS = (10_000, 50_000, 131_073, 163_840, 262_144)
-ROWS_PER_LARGE_CALL = 8
+# rows per large call: 8, or 64, whose tile programs at V >= 131,073 (1,088 and more) pass
+# propose.MERGE_RUN_PROGRAMS, so that the merge's pool network from its first stage is checked too
+LARGE_BATCHES = (8, 64)
 LARGE_SHARE = 0.02  # share of the rows drawn with a large V
 MAX_FAILURES = 20
 
@@ -55,7 +57,7 @@ def _worker(task: tuple[int, int, int]) -> dict[str, Any]:
     while done < rows:
         if rng.random() < LARGE_SHARE:
             vocab = int(rng.choice(LARGE_VOCABS))
-            batch = ROWS_PER_LARGE_CALL
+            batch = int(rng.choice(LARGE_BATCHES))
         else:
             vocab = int(rng.choice(SMALL_VOCABS))
             batch = int(rng.integers(1, max_batch + 1))

@@ -1,6 +1,8 @@
-"""One representative kernel call for compute-sanitizer (memcheck, racecheck), checked against the
+"""Representative kernel calls for compute-sanitizer (memcheck, racecheck), checked against the
 fast reference: B = 6 rows of V = 163,840 fp32 logits mixing every status, the sampled and greedy
-paths and several tiles and merge chunks.
+paths and several tiles and merge chunks, once with the default plan (the merge's pool top 32 by
+merges of the pairs' runs) and once with the network from its first stage (``pool_run`` 1, the
+default past propose.MERGE_RUN_PROGRAMS tile programs).
 
     compute-sanitizer --tool memcheck python -m dyadic24.kernels.sanitizer_call
 """
@@ -8,11 +10,12 @@ paths and several tiles and merge chunks.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import numpy as np
 import torch
 
-from dyadic24.kernels.propose import make_outputs, make_workspace, prepare, propose
+from dyadic24.kernels.propose import Plan, make_outputs, make_workspace, prepare, propose
 from dyadic24.reference.fast import propose_fast
 
 
@@ -35,15 +38,27 @@ def main() -> int:
     def t64(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(a.view(np.int64).copy()).to(dev)
 
-    propose(torch.from_numpy(logits).to(dev), torch.from_numpy(temperature).to(dev), t64(seed), t64(rnd),
-            t64(pos), out=out, workspace=ws)  # fmt: skip
-    torch.cuda.synchronize()
     ref = propose_fast(logits, temperature, seed, rnd, pos)
-    got = [t.cpu().numpy() for t in out]
-    ok = all(
-        np.array_equal(g, r) for g, r in zip(got, (ref.status, ref.token, ref.ids, ref.tickets), strict=True)
-    )
-    print("statuses", got[0].tolist(), "tokens", got[1].tolist(), "match reference:", ok)
+    default = Plan.for_shape(batch, vocab)
+    ok = True
+    for plan in (default, replace(default, pool_run=1)):
+        propose(torch.from_numpy(logits).to(dev), torch.from_numpy(temperature).to(dev), t64(seed), t64(rnd),
+                t64(pos), out=out, workspace=ws, plan=plan)  # fmt: skip
+        torch.cuda.synchronize()
+        got = [t.cpu().numpy() for t in out]
+        same = all(
+            np.array_equal(g, r)
+            for g, r in zip(got, (ref.status, ref.token, ref.ids, ref.tickets), strict=True)
+        )
+        print(
+            f"pool_run {plan.pool_run}: statuses",
+            got[0].tolist(),
+            "tokens",
+            got[1].tolist(),
+            "match reference:",
+            same,
+        )
+        ok = ok and same
     return 0 if ok else 1
 
 
