@@ -59,7 +59,7 @@ APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "
 # Tile variants whose sm_90 SASS must issue every 16-byte logits load of a thread before the first
 # use of any of them (tile_jit._tile_bits): without it ptxas issued some of a thread's loads only
 # after the first ones' data had arrived, DRAM round trips in a row (DESIGN.md "Tile selection").
-LOAD_BATCH_AUDIT = ("tile/src0", "tile/src0/big")
+LOAD_BATCH_AUDIT = ("tile/src0", "tile/src0/big", "tile/src0/one-half")
 SMS = 132  # an H200's SMs: the stagger's slots in the compiled variants
 
 
@@ -202,9 +202,9 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
 
     from dyadic24.kernels import propose as kp
 
-    def h200(batch: int, vocab: int, itemsize: int = 4) -> Any:
+    def h200(batch: int, vocab: int, itemsize: int = 4, tile: int | None = None) -> Any:
         """The default plan as an H200 derives it (the CPU compiling here has no GPU)."""
-        plan = kp.Plan.for_shape(batch, vocab, itemsize=itemsize)
+        plan = kp.Plan.for_shape(batch, vocab, tile, itemsize=itemsize)
         return replace(plan, by_count=False, pdl=True, poll=True)
 
     def split(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -219,16 +219,16 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
         "ids_ptr": "*i32", "tickets_ptr": "*i32",
     }  # fmt: skip
     out: list[tuple[str, str, dict[str, str], dict[str, Any], dict[str, Any]]] = []
-    # (logits format, name suffix, shape, trace). B = 1 at V = 163,840: 40 tiles of 4,096, one SM slot,
-    # tagged; B = 64: tiles of 8,192 at 128 registers, staggered; B = 3 at V = 200,000: 147 tiles of
-    # 4,096, staggered; V = 300,000: 74 tiles, untagged; V = 2,000,000: 245 tiles of 8,192, no pool;
-    # V = 4,096: one tile
-    default, big, staggered = (1, 163_840), (64, 163_840), (3, 200_000)
+    # (logits format, name suffix, shape, trace). B = 1 at V = 163,840: 20 tiles of 8,192, one SM slot,
+    # tagged, the pool's runs; B = 64: staggered, the pool's network from its first stage; B = 8 at
+    # V = 200,000: 200 tiles, staggered, the pool's runs; V = 600,000: 74 tiles, untagged;
+    # V = 2,000,000: 245 tiles, no pool; V = 4,096: one tile. "/one-half": a plan's tile of 4,096
+    default, big, staggered = (1, 163_840), (64, 163_840), (8, 200_000)
     tiles = [(0, "", default, False), (0, "/big", big, False), (0, "/stagger", staggered, False),
-             (1, "", default, False), (2, "", default, False)]  # fmt: skip
+             (0, "/one-half", default, False), (1, "", default, False), (2, "", default, False)]  # fmt: skip
     merges = [(0, "", default, trace) for trace in (False, True)]
     if everything:
-        tiles += [(1, "/big", big, False), (2, "/big", big, False), (0, "/untagged", (1, 300_000), False),
+        tiles += [(1, "/big", big, False), (2, "/big", big, False), (0, "/untagged", (1, 600_000), False),
                   (0, "/trace", default, True)]  # fmt: skip
         merges += [(src, "", default, trace) for src in (1, 2) for trace in (False, True)]
         merges += [
@@ -236,14 +236,14 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
             for trace in (False, True)
             for suffix, shape in (
                 ("/big", big),
-                ("/untagged", (1, 300_000)),
+                ("/untagged", (1, 600_000)),
                 ("/no-pool", (1, 2_000_000)),
                 ("/one-tile", (1, 4096)),
             )
         ]
     for src, suffix, (batch, vocab), trace in tiles:
         itemsize = 4 if src == 0 else 2
-        plan = h200(batch, vocab, itemsize)
+        plan = h200(batch, vocab, itemsize, kp.TILE if suffix == "/one-half" else None)
         stagger = kp.stagger_ns(SMS, plan.tile, itemsize) if batch * plan.n_tiles > SMS else 0
         sig = {
             "logits_ptr": ptrs[src], "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",

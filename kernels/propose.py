@@ -36,9 +36,10 @@ TAU_DEFAULT = float(np.uint32(TAU_DEFAULT_BITS).view(np.float32))  # clause 1.3:
 TRACE_WORDS = 320  # int64 words of a row's trace (finish_jit.TR_*; clause 12.3)
 LAUNCHES = 2  # kernels per position: DESIGN.md "Two launches and the polling merge"
 # benchmarks/DESIGN.md "Tile size, warps and registers":
-TILE = 4096  # vocabulary elements per tile program (the default below BIG_TILE_PROGRAMS programs)
-BIG_TILE = 8192  # the default tile from BIG_TILE_PROGRAMS programs of TILE on (selected in two halves)
-BIG_TILE_PROGRAMS = 160  # programs of TILE from which the default tile is BIG_TILE
+TILE = 4096  # the largest tile selected in one half (a plan's choice; the default was, below 160 programs)
+# the default tile at every shape (selected in two halves): below 160 programs of TILE (B <= 3 at
+# V = 163,840) TILE was the faster until the pool's top 32 sorted the pairs' runs by merges
+BIG_TILE = 8192
 BIG_TILE_MAXNREG = 128  # BIG_TILE's register cap for binary32 logits: four programs per SM
 BIG_TILE_MAXNREG_16 = 96  # and for 16-bit logits (half the bytes per thread): five per SM
 TILE_UNCAPPED_PROGRAMS = 256  # a tile of TILE runs uncapped up to this many programs (two per SM)
@@ -107,10 +108,10 @@ class Plan:
         itemsize: int = 4,
     ) -> Plan:
         """The default plan for [batch, vocab] logits of ``itemsize`` bytes on this backend: ``tile``
-        default_tile, ``maxnreg`` (0) default_maxnreg, ``stagger_wave`` the programs one SM holds at
+        BIG_TILE, ``maxnreg`` (0) default_maxnreg, ``stagger_wave`` the programs one SM holds at
         the cap (at most STAGGER_WAVE); ``pdl`` and ``poll`` from the device."""
         if tile is None:
-            tile = default_tile(batch, vocab)
+            tile = BIG_TILE
         if tile < 32 or tile & (tile - 1) or tile > MAX_TILE:
             raise ArgumentError("tile", f"must be a power of two in [32, {MAX_TILE}], got {tile}")
         n_tiles = -(-vocab // tile)
@@ -180,12 +181,6 @@ def default_pool_run(batch: int, n_tiles: int) -> int:
     return per if tiles >= 2 and batch * n_tiles <= MERGE_RUN_PROGRAMS else 1
 
 
-def default_tile(batch: int, vocab: int) -> int:
-    """The default plan's tile for a shape (shape only, no data-dependent host logic): BIG_TILE from
-    BIG_TILE_PROGRAMS programs of TILE on, else TILE."""
-    return BIG_TILE if batch * -(-vocab // TILE) >= BIG_TILE_PROGRAMS else TILE
-
-
 def default_maxnreg(programs: int, tile: int = TILE, itemsize: int = 4) -> int | None:
     """The tile kernel's default register cap: for tiles above TILE, BIG_TILE_MAXNREG for binary32 logits
     and BIG_TILE_MAXNREG_16 for 16-bit ones; else TILE_MAXNREG above TILE_UNCAPPED_PROGRAMS programs
@@ -204,8 +199,8 @@ def make_workspace(
     batch: int, vocab: int, device: torch.device | str | None = None, tile: int | None = None
 ) -> Workspace:
     """Allocate the workspace for a [batch, vocab] call (reuse it across calls and graph replays);
-    ``tile`` must match the call's plan (default: the default plan's, default_tile(batch, vocab))."""
-    n_tiles = -(-vocab // (tile if tile is not None else default_tile(batch, vocab)))
+    ``tile`` must match the call's plan (default: the default plan's, BIG_TILE)."""
+    n_tiles = -(-vocab // (tile if tile is not None else BIG_TILE))
     dev = torch.device(device) if device is not None else kernel_device()
     return Workspace(
         cand=torch.zeros((batch, n_tiles, 32), dtype=torch.int64, device=dev),

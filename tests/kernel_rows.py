@@ -153,24 +153,25 @@ def make_call(
 
 # Each plan forces paths of the two stages under the interpreter: a tile size (Plan.for_shape) and
 # the backend's choices replaced (the GPU's ordering, by_count=False; the GPU's polling merge,
-# poll=True). Tiles of 1,024 to 8,192 take the column-group selection (tile_jit._tile_fast; 8,192 in
-# two halves), smaller ones the strided-group one (_tile_part; tiles of 32 its 32-group bound). The
-# merge's pool follows the number of tiles: one tile (its list is C), then a paired pool of 32 keys
-# per tile up to 16 tiles, of 16 and 8 keys up to 32 and 64 tiles: small_tiles and tiny_tiles at
-# V = 1,100 take 18 and 35 tiles, where pair_hot, top_heavy, tail_heavy and two_heavy make hot pairs.
+# poll=True). Tiles of 1,024 to 8,192 take the column-group selection (tile_jit._tile_fast; 8,192,
+# the default tile, in two halves; 4,096 and less in one), smaller ones the strided-group one
+# (_tile_part; tiles of 32 its 32-group bound). The merge's pool follows the number of tiles: one
+# tile (its list is C), then a paired pool of 32 keys per tile up to 16 tiles, of 16 and 8 keys up
+# to 32 and 64 tiles: small_tiles and tiny_tiles at V = 1,100 take 18 and 35 tiles, where pair_hot,
+# top_heavy, tail_heavy and two_heavy make hot pairs.
 # Past 128 tiles the threshold merge: test_kernel_select.py's test_threshold_merge_and_its_fallback.
 PLANS: dict[str, dict[str, Any]] = {
-    "default": {},
+    "one_half": {"tile": 4096},
     # the GPU's merge: it polls the tile programs' tagged words (2 and 3 tiles: pools of 2 and 4)
-    "poll": {"poll": True},
-    "halves": {"tile": 8192},
+    "poll": {"tile": 4096, "poll": True},
+    "halves": {"tile": 8192},  # (the default tile)
     "small_tiles": {"tile": 64},
     # the hot pairs' lists reloaded tagged (merge_jit._tagged_lists)
     "small_tiles_poll": {"tile": 64, "poll": True},
     "tiny_tiles": {"tile": 32},
     # the GPU's ordering (Triton's bitonic top-k and sort; the column-group tile's per-warp bound, whose
-    # fallback warp_heavy and column_block reach) in the default tile, in halves and in the pairs
-    "bitonic": {"by_count": False},
+    # fallback warp_heavy and column_block reach) in one half, in halves and in the pairs
+    "bitonic": {"tile": 4096, "by_count": False},
     "halves_bitonic": {"tile": 8192, "by_count": False},
     "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True},
     # the pool's top 32 by the network from its first stage (the default past MERGE_RUN_PROGRAMS tile
@@ -179,7 +180,7 @@ PLANS: dict[str, dict[str, Any]] = {
 }
 
 VOCABS: dict[str, tuple[int, ...]] = {
-    "default": (1, 7, 33, 4097, 9000),
+    "one_half": (1, 7, 33, 4097, 9000),
     "halves": (1, 7, 33, 4097, 9000),
     "poll": (4097, 9000),
     "small_tiles": (1, 33, 1100),
@@ -192,7 +193,7 @@ VOCABS: dict[str, tuple[int, ...]] = {
 }
 # Triton's bitonic networks are slow under the interpreter: these run in the deep profile only (every
 # path is still reached by default; CI's budget, README).
-DEEP_ONLY = {("default", 7), ("halves", 7), ("poll", 4097), ("bitonic", 4097)}
+DEEP_ONLY = {("one_half", 7), ("halves", 7), ("poll", 4097), ("bitonic", 4097)}
 
 
 def plan_for(name: str, batch: int, vocab: int) -> Plan:

@@ -44,18 +44,14 @@ def test_batch_defaults(batch: int) -> None:
     """The tile and its register cap by shape; the backend's choices (the count ordering and no
     programmatic dependent launch under the interpreter, both the other way on an sm_90 GPU)."""
     plan = kp.Plan.for_shape(batch, 163_840)
-    assert plan.tile == (kp.BIG_TILE if batch * 40 >= kp.BIG_TILE_PROGRAMS else kp.TILE)  # (40 of TILE)
+    assert plan.tile == kp.BIG_TILE
     assert plan.n_tiles == -(-163_840 // plan.tile)
     half = kp.Plan.for_shape(batch, 163_840, itemsize=2)
     assert half.tile == plan.tile
-    if plan.tile > kp.TILE:
-        assert plan.maxnreg == kp.BIG_TILE_MAXNREG
-        assert plan.stagger_wave == 65536 // (128 * 32 * 4) == 4  # (an H200 SM holds four)
-        assert half.maxnreg == kp.BIG_TILE_MAXNREG_16  # 16-bit logits: five programs per SM
-        assert half.stagger_wave == 65536 // (96 * 32 * 4) == 5
-    else:
-        assert plan.maxnreg is None and plan.stagger_wave == kp.STAGGER_WAVE
-        assert (half.maxnreg, half.stagger_wave) == (plan.maxnreg, plan.stagger_wave)
+    assert plan.maxnreg == kp.BIG_TILE_MAXNREG
+    assert plan.stagger_wave == 65536 // (128 * 32 * 4) == 4  # (an H200 SM holds four)
+    assert half.maxnreg == kp.BIG_TILE_MAXNREG_16  # 16-bit logits: five programs per SM
+    assert half.stagger_wave == 65536 // (96 * 32 * 4) == 5
     assert kp.Plan.for_shape(batch, 163_840, maxnreg=None).maxnreg is None
     assert plan.by_count == interpreting()
     assert plan.pdl == plan.poll == (not interpreting() and kp._pdl_device())
@@ -72,16 +68,11 @@ def test_register_caps_of_explicit_tiles() -> None:
     assert capped.maxnreg == kp.TILE_MAXNREG and capped.stagger_wave == kp.STAGGER_WAVE
 
 
-@pytest.mark.parametrize(
-    ("batch", "vocab", "tile"),
-    [(1, 163_840, 4096), (3, 163_840, 4096), (4, 163_840, 8192), (2, 262_144, 4096), (3, 262_144, 8192),
-     (1, 655_360, 8192), (64, 4096, 4096), (160, 4096, 8192)],
-)  # fmt: skip
-def test_default_tile_from_the_shape(batch: int, vocab: int, tile: int) -> None:
-    """BIG_TILE from BIG_TILE_PROGRAMS programs of TILE on (the shape alone decides)."""
-    assert kp.default_tile(batch, vocab) == tile
-    assert kp.Plan.for_shape(batch, vocab).tile == tile
-    assert kp.make_workspace(batch, vocab, "cpu").cand.shape[1] == -(-vocab // tile)
+@pytest.mark.parametrize(("batch", "vocab"), [(1, 163_840), (4, 163_840), (2, 262_144), (64, 4096), (1, 1)])
+def test_default_tile_at_every_shape(batch: int, vocab: int) -> None:
+    """BIG_TILE at every shape (DESIGN.md "Tile size, warps and registers"), and the workspace's."""
+    assert kp.Plan.for_shape(batch, vocab).tile == kp.BIG_TILE
+    assert kp.make_workspace(batch, vocab, "cpu").cand.shape[1] == -(-vocab // kp.BIG_TILE)
 
 
 @pytest.mark.parametrize("tile", [16, 48, 32768])
@@ -145,8 +136,8 @@ def test_launch_options_follow_the_plan() -> None:
 @pytest.mark.parametrize(
     ("batch", "vocab", "run"),
     [
-        (1, 163_840, 8),  # 40 tile programs of 4,096: each pair's 8 lanes sorted by one merge
-        (16, 163_840, 16),  # 320 programs of 8,192
+        (1, 163_840, 16),  # 20 tile programs: each pair's 16 lanes sorted by one merge
+        (16, 163_840, 16),  # 320 programs
         (64, 163_840, 1),  # 1,280 programs: Triton's top-k network from its first stage
         (256, 163_840, 1),
         (16, 262_144, 16),  # 512 programs, the last with runs

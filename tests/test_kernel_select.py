@@ -25,7 +25,7 @@ from kernel_rows import check_plan, plan_for, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
-PATHS = ["default", "halves", "small_tiles", "tiny_tiles"]
+PATHS = ["one_half", "halves", "small_tiles", "tiny_tiles"]
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(PATHS))
