@@ -130,9 +130,11 @@ def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr):
     lane by lane). The same keys in the same order as top32: on the GPU Triton's top-k network less
     its first log2 RUN stages, which sort each run of RUN from scratch, replaced by one bitonic merge
     of log2 RUN steps (a bitonic run needs no more to be sorted): 3 of 33 exchange steps fewer for
-    runs of 8, 6 for 16, 10 for 32 (benchmarks/DESIGN.md "Merge")."""
-    if BY_COUNT:
-        best = top32(flat, True)
+    runs of 8, 6 for 16, 10 for 32. RUN = 1 is Triton's top-k itself: this network from its first
+    stage, the same SASS size under triton 3.9, was 1-5 us per depth 5 slower at B = 64 / 256 on the
+    H200's triton 3.6 (benchmarks/DESIGN.md "Merge")."""
+    if BY_COUNT or RUN == 1:
+        best = top32(flat, BY_COUNT)  # (runs of 1: nothing to gain, Triton's own top-k)
     else:
         n: tl.constexpr = flat.shape[0]
         N: tl.constexpr = (
