@@ -220,7 +220,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     }  # fmt: skip
     out: list[tuple[str, str, dict[str, str], dict[str, Any], dict[str, Any]]] = []
     # (logits format, name suffix, shape, trace). B = 1 at V = 163,840: 20 tiles of 8,192, one SM slot,
-    # tagged, the pool's runs; B = 64: staggered, the pool's network from its first stage; B = 8 at
+    # tagged, the pool's runs; B = 64: staggered, Triton's top-k in the pool; B = 8 at
     # V = 200,000: 200 tiles, staggered, the pool's runs; V = 600,000: 74 tiles, untagged;
     # V = 2,000,000: 245 tiles, no pool; V = 4,096: one tile. "/one-half": a plan's tile of 4,096
     default, big, staggered = (1, 163_840), (64, 163_840), (8, 200_000)

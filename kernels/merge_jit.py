@@ -84,8 +84,8 @@ def merge_kernel(
 
     MPOOL_T tiles of MPOOL_K pooled keys (propose.Plan.pool_shape): MPOOL_T >= 2 the paired pool,
     1 a one-tile row, 0 the threshold merge. POOL_RUN (propose.Plan.pool_run): the pool's top 32
-    sorts each pair's bitonic run of MPOOL_K lanes by one merge (POOL_RUN = MPOOL_K), or runs
-    Triton's top-k network from its first stage (1; select_jit.top32_runs). PDL (a programmatic
+    sorts each pair's bitonic run of MPOOL_K lanes by one merge (POOL_RUN = MPOOL_K), or is
+    Triton's own top-k, tl.topk (1; select_jit.top32_runs). PDL (a programmatic
     dependent launch): the program may start while the tile programs run; untagged it waits for
     their grid (gdc_wait) before it reads anything they wrote, TAGGED it loads their words at once
     and reloads until every word carries the row's tag (_pool_validated), then advances the row's

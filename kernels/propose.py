@@ -36,7 +36,7 @@ TAU_DEFAULT = float(np.uint32(TAU_DEFAULT_BITS).view(np.float32))  # clause 1.3:
 TRACE_WORDS = 320  # int64 words of a row's trace (finish_jit.TR_*; clause 12.3)
 LAUNCHES = 2  # kernels per position: DESIGN.md "Two launches and the polling merge"
 # benchmarks/DESIGN.md "Tile size, warps and registers":
-TILE = 4096  # the largest tile selected in one half (a plan's choice; the default was, below 160 programs)
+TILE = 4096  # the largest tile selected in one half; a plan's choice (default below 160 programs once)
 # the default tile at every shape (selected in two halves): below 160 programs of TILE (B <= 3 at
 # V = 163,840) TILE was the faster until the pool's top 32 sorted the pairs' runs by merges
 BIG_TILE = 8192
@@ -174,7 +174,7 @@ def pool_shape(n_tiles: int) -> tuple[int, int]:
 def default_pool_run(batch: int, n_tiles: int) -> int:
     """The default plan's ``pool_run``: the pooled keys per tile of a paired pool (each pair's lanes
     form a bitonic run, which one bitonic merge sorts) up to MERGE_RUN_PROGRAMS tile programs, else 1
-    (Triton's top-k network from its first stage). Measured (DESIGN.md "Merge"): the merges take
+    (Triton's own top-k, tl.topk). Measured (DESIGN.md "Merge"): the merges take
     0.3-1.0 us per depth 5 off at B = 1-16 and cost 1-3 us at B = 64 and 256 (V = 163,840: up to
     320 tile programs against 1,280 and 5,120)."""
     tiles, per = pool_shape(n_tiles)

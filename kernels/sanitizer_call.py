@@ -1,7 +1,7 @@
 """Representative kernel calls for compute-sanitizer (memcheck, racecheck), checked against the
 fast reference: B = 6 rows of V = 163,840 fp32 logits mixing every status, the sampled and greedy
 paths and several tiles and merge chunks, once with the default plan (the merge's pool top 32 by
-merges of the pairs' runs) and once with the network from its first stage (``pool_run`` 1, the
+merges of the pairs' runs) and once with Triton's own top-k (``pool_run`` 1, the
 default past propose.MERGE_RUN_PROGRAMS tile programs).
 
     compute-sanitizer --tool memcheck python -m dyadic24.kernels.sanitizer_call

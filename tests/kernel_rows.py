@@ -174,7 +174,7 @@ PLANS: dict[str, dict[str, Any]] = {
     "bitonic": {"tile": 4096, "by_count": False},
     "halves_bitonic": {"tile": 8192, "by_count": False},
     "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True},
-    # the pool's top 32 by the network from its first stage (the default past MERGE_RUN_PROGRAMS tile
+    # the pool's top 32 by Triton's own top-k (the default past MERGE_RUN_PROGRAMS tile
     # programs; the plans above sort each pair's bitonic run by one merge)
     "bitonic_pairs_network": {"tile": 64, "by_count": False, "poll": True, "pool_run": 1},
 }

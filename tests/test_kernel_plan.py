@@ -138,7 +138,7 @@ def test_launch_options_follow_the_plan() -> None:
     [
         (1, 163_840, 16),  # 20 tile programs: each pair's 16 lanes sorted by one merge
         (16, 163_840, 16),  # 320 programs
-        (64, 163_840, 1),  # 1,280 programs: Triton's top-k network from its first stage
+        (64, 163_840, 1),  # 1,280 programs: Triton's own top-k
         (256, 163_840, 1),
         (16, 262_144, 16),  # 512 programs, the last with runs
         (17, 262_144, 1),
@@ -148,7 +148,7 @@ def test_launch_options_follow_the_plan() -> None:
 )
 def test_pool_run_by_tile_programs(batch: int, vocab: int, run: int) -> None:
     """The merge's pool top 32 sorts the pairs' bitonic runs by merges up to MERGE_RUN_PROGRAMS tile
-    programs (the measured regime, DESIGN.md "Merge"), else runs the network from its first stage;
+    programs (the measured regime, DESIGN.md "Merge"), else takes Triton's own top-k;
     merge_options refuses a run that is not a power of two up to the pool's keys per tile."""
     plan = kp.Plan.for_shape(batch, vocab)
     assert plan.pool_run == run
