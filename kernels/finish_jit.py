@@ -144,6 +144,7 @@ def finish_best(
     TRACE: tl.constexpr,
     SRC: tl.constexpr,
     BY_COUNT: tl.constexpr,
+    IDS26: tl.constexpr,
 ):
     """finish_core from C (``best``, clause-3.1 order) and the maximum flag word of the row's tiles."""
     best = one_per_thread(best)
@@ -157,7 +158,7 @@ def finish_best(
     finish_core(
         row, best, lb, (fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb, k0, k1, x0, x1, x2, x3,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
-        TAB_ITERS, TRACE, BY_COUNT,
+        TAB_ITERS, TRACE, BY_COUNT, IDS26,
     )  # fmt: skip
 
 
@@ -184,14 +185,15 @@ def finish_row(
     TAB_ITERS: tl.constexpr,
 ):
     """finish_core for a caller that holds C's keys (``best``, clause-3.1 order, KEY_PAD past K) and
-    their binary32 patterns (``lb``) and the row's flags (the sharded merge, without a trace)."""
+    their binary32 patterns (``lb``) and the row's flags (the sharded merge, without a trace; its slot
+    order sorts int64 words at any V)."""
     best = one_per_thread(best)
     lb = one_per_thread(lb)
     tb, k0, k1, x0, x1, x2, x3 = early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr)
     finish_core(
         row, best, lb, any_nan, any_pinf, any_live, tb, k0, k1, x0, x1, x2, x3, tab_z_ptr, tab_e_ptr,
         status_ptr, token_ptr, ids_ptr, tickets_ptr, status_ptr, tau_bits, tab_n, TAB_ITERS, False,
-        ORDER_BY_COUNT,
+        ORDER_BY_COUNT, False,
     )  # fmt: skip
 
 
@@ -222,33 +224,42 @@ def finish_core(
     TAB_ITERS: tl.constexpr,
     TRACE: tl.constexpr,
     BY_COUNT: tl.constexpr,
+    IDS26: tl.constexpr,
 ):
     """Everything after C is known (clauses 2.1, 3.3, 4.1, 5-9, 12.1, 12.3): ``best`` holds the row's
     top 32 keys in clause-3.1 order (KEY_PAD past K), one lane per thread, ``lb`` their binary32
     patterns, the flags the OR over the row's tiles (or shards), ``tb`` the temperature's bits and
-    k0, k1, x0..x3 the row's draw (early_draw; used by sampled rows only). Writes the row's outputs
+    k0, k1, x0..x3 the row's draw (early_draw; used by sampled rows only). IDS26: every token ID is
+    below 2^26 (V <= 2^26; the slot order's sort then runs on int32 words). Writes the row's outputs
     and, when TRACE, its trace."""
     lane = tl.arange(0, 32)
     lane64 = lane.to(tl.int64)
     lane0 = lane * 0
     valid = best != KEY_PAD
     ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
-    n_valid = tl.sum(valid.to(tl.int64))
+    n_valid = tl.sum(valid.to(tl.int32))  # (int32: one shuffle per level, not two)
     astar = tl.gather(ids, lane0, 0)  # clause 3.3, in every lane (one exchange, not a reduction)
     mb = tl.gather(lb, lane0, 0)  # m's pattern in every lane (one exchange, not a reduction)
 
     # ---- clause 6.1: slots in ascending token ID; padding sorts last and carries +0. The IDs are
     # distinct, so sorting ID * 32 + lane orders the slots and leaves each slot's lane in 5 low bits.
-    # (Sorted before clause 5, which it does not depend on, so that the two overlap.)
-    sid = tl.where(valid, ids, (1 << 31) + lane64)
-    if BY_COUNT:  # the same order from exact integer ranks (Triton's interpreter runs tl.sort slowly)
-        rank = rank_desc(-sid, lane >= 0)  # ascending: the descending rank of -ID
-        order = tl.sum(tl.where(rank[:, None] == lane[None, :], (sid * 32 + lane64)[:, None], 0), axis=0)
+    # (Sorted before clause 5, which it does not depend on, so that the two overlap.) IDS26 (V <= 2^26):
+    # the words fit an int32, whose network exchanges one register per step, not two. Padding (only
+    # when V < 32) takes IDs above every real one: 2^26 - 32 + lane, or 2^31 + lane in int64.
+    if IDS26:
+        sid = tl.where(valid, ids, (1 << 26) - 32 + lane64).to(tl.int32)
+        word = sid * 32 + lane
     else:
-        order = tl.sort(sid * 32 + lane64)
+        sid = tl.where(valid, ids, (1 << 31) + lane64)
+        word = sid * 32 + lane64
+    if BY_COUNT:  # the same order from exact integer ranks (Triton's interpreter runs tl.sort slowly)
+        rank = rank_desc(-sid.to(tl.int64), lane >= 0)  # ascending: the descending rank of -ID
+        order = tl.sum(tl.where(rank[:, None] == lane[None, :], word[:, None], 0), axis=0)
+    else:
+        order = tl.sort(word)
     src = (order & 31).to(tl.int32)
     slot_id = order >> 5
-    slot_valid = lane64 < n_valid
+    slot_valid = lane < n_valid
 
     # ---- clause 2.1 status, clause 4.1 greedy
     t_mag = tb & 0x7FFFFFFF
@@ -336,7 +347,7 @@ def finish_core(
     if TRACE:  # clause 12.3
         tr = trace_ptr + row * TRACE_WORDS
         path = tl.where(failed, 0, tl.where(greedy, 1, 2))
-        tl.store(tr + TR_K, n_valid)
+        tl.store(tr + TR_K, n_valid.to(tl.int64))
         tl.store(tr + TR_ARGMAX, _lane_value(ids, lane, 0))
         tl.store(tr + TR_M, _lane_value(lb, lane, 0))
         tl.store(tr + TR_S, _lane_value(lv5.to(tl.int64, bitcast=True), lane, 0))

@@ -75,6 +75,7 @@ def merge_kernel(
     PDL: tl.constexpr,
     TAGGED: tl.constexpr,
     POOL_RUN: tl.constexpr,
+    IDS26: tl.constexpr,
 ):
     """One program per row: the status (clause 2.1: the maximum of the tiles' flag words), C from the
     tiles' sorted lists (clause 3.2: every tile's list holds its top 32 keys, so the row's top 32 is
@@ -85,7 +86,8 @@ def merge_kernel(
     MPOOL_T tiles of MPOOL_K pooled keys (propose.Plan.pool_shape): MPOOL_T >= 2 the paired pool,
     1 a one-tile row, 0 the threshold merge. POOL_RUN (propose.Plan.pool_run): the pool's top 32
     sorts each pair's bitonic run of MPOOL_K lanes by one merge (POOL_RUN = MPOOL_K), or is
-    Triton's own top-k, tl.topk (1; select_jit.top32_runs). PDL (a programmatic
+    Triton's own top-k, tl.topk (1; select_jit.top32_runs). IDS26: V <= 2^26 (the finish's slot
+    order sorts int32 words; finish_jit.finish_core). PDL (a programmatic
     dependent launch): the program may start while the tile programs run; untagged it waits for
     their grid (gdc_wait) before it reads anything they wrote, TAGGED it loads their words at once
     and reloads until every word carries the row's tag (_pool_validated), then advances the row's
@@ -119,7 +121,7 @@ def merge_kernel(
         logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr,
         row, V, n_tiles, tau_bits, tab_n, greedy_fast, sa, sb, sf, ktag, ftag, d_tb, d_seed, d_rnd, d_pos,
-        TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K, BY_COUNT, TILE, TAGGED, POOL_RUN,
+        TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K, BY_COUNT, TILE, TAGGED, POOL_RUN, IDS26,
     )  # fmt: skip
     if TAGGED:
         tl.store(counter_ptr + row, next_epoch(word))
@@ -166,6 +168,7 @@ def _merge_row(
     TILE: tl.constexpr,
     TAGGED: tl.constexpr,
     POOL_RUN: tl.constexpr,
+    IDS26: tl.constexpr,
 ):
     """merge_kernel's row once the tiles' words may be read: the flags' maximum (clause 2.1), the draw,
     C (clause 3.2) and the greedy outputs or the finish. TAGGED: spec_a, spec_b and spec_f are the
@@ -233,6 +236,7 @@ def _merge_row(
         finish_best(
             logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, tab_z_ptr, tab_e_ptr, status_ptr,
             token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, SRC, BY_COUNT,
+            IDS26,
         )  # fmt: skip
 
 

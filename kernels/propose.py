@@ -55,6 +55,7 @@ MERGE_POOL_MIN_K = 4  # fewer pooled keys per tile than this (more than 128 tile
 MERGE_RUN_PROGRAMS = 512  # tile programs up to which the pool's top 32 sorts its bitonic runs by merges
 FLAG_CHUNK = int(merge_jit.FCHUNK.value)  # flag words per merge step; tags apply up to this many tiles
 TAG_MAX_VOCAB = 1 << 24  # a key's tag shares its ID word: IDs below 2^24 (tags_jit)
+SORT32_MAX_VOCAB = 1 << 26  # up to this V the finish sorts ID * 32 + slot as int32 words (finish_jit)
 # benchmarks/DESIGN.md "Stagger":
 STAGGER_BYTES_PER_NS = 4800  # the memory rate the stagger's wait assumes (an H200's 4.8 TB/s)
 STAGGER_WAVE = 8  # the stagger covers at most this many SM slots
@@ -416,7 +417,8 @@ def merge_options(plan: Plan, *, src: int, trace: bool, tab_iterations: int, pdl
     return {
         "TAB_ITERS": tab_iterations, "TRACE": trace, "SRC": src, "MPOOL_T": pool_t, "MPOOL_K": pool_k,
         "BY_COUNT": plan.by_count, "TILE": plan.tile, "PDL": pdl, "TAGGED": plan.tags,
-        "POOL_RUN": plan.pool_run, "num_warps": MERGE_WARPS, **({"launch_pdl": True} if pdl else {}),
+        "POOL_RUN": plan.pool_run, "IDS26": plan.vocab <= SORT32_MAX_VOCAB, "num_warps": MERGE_WARPS,
+        **({"launch_pdl": True} if pdl else {}),
     }  # fmt: skip
 
 

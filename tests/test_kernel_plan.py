@@ -129,8 +129,12 @@ def test_launch_options_follow_the_plan() -> None:
     merge = kp.merge_options(plan, src=2, trace=True, tab_iterations=6, pdl=True)
     assert merge == {"TAB_ITERS": 6, "TRACE": True, "SRC": 2, "MPOOL_T": 32, "MPOOL_K": 16,
                      "BY_COUNT": False, "TILE": 8192, "PDL": True, "TAGGED": True, "POOL_RUN": 16,
-                     "num_warps": 8, "launch_pdl": True}  # fmt: skip
+                     "IDS26": True, "num_warps": 8, "launch_pdl": True}  # fmt: skip
     assert "launch_pdl" not in kp.merge_options(plan, src=0, trace=False, tab_iterations=6, pdl=False)
+    # the finish's int32 slot-order words hold ID * 32 + slot while V <= 2^26
+    for vocab, ids26 in ((1 << 26, True), ((1 << 26) + 1, False)):
+        wide = kp.merge_options(kp.Plan.for_shape(1, vocab), src=0, trace=False, tab_iterations=6, pdl=False)
+        assert wide["IDS26"] is ids26
 
 
 @pytest.mark.parametrize(
