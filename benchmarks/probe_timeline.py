@@ -110,7 +110,7 @@ POINTS: list[tuple[str, str, str, str]] = [
     (
         "finish_jit",
         "finish slots sorted",
-        "    slot_valid = lane64 < n_valid\n",
+        "    slot_valid = lane < n_valid\n",
         f"@_probe({_M}, 9, tl.max(slot_id))\n",
     ),
     (

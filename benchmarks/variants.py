@@ -59,6 +59,8 @@ PLANS: dict[str, dict[str, Any]] = {
     "st1400": {"stagger": 1400},
     "st450-w5": {"stagger": 450, "stagger_wave": 5},
     "t8192-r72": {"tile": 8192, "maxnreg": 72, "stagger_wave": 7},
+    "wave2": {"stagger_wave": 2},
+    "wave3": {"stagger_wave": 3},
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
 
