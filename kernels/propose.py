@@ -404,7 +404,7 @@ def tile_options(plan: Plan, *, src: int, trace: bool, pdl: bool, stagger: int, 
     return {
         "TILE": plan.tile, "SRC": src, "TRACE": trace, "BY_COUNT": plan.by_count, "TAGGED": plan.tags,
         "PDL": pdl, "STAGGER": stagger, "SLOTS": slots if stagger else 1,
-        "WAVE": plan.stagger_wave if stagger else STAGGER_WAVE, "num_warps": TILE_WARPS,
+        "WAVE": stagger_slots(plan, slots) if stagger else STAGGER_WAVE, "num_warps": TILE_WARPS,
         **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
     }  # fmt: skip
 
@@ -436,15 +436,24 @@ def stagger_ns(slots: int, tile: int, itemsize: int) -> int:
 
 def _stagger(plan: Plan, device: torch.device, src: int) -> int:
     """The tile programs' wait per SM slot for this launch (``Plan.stagger``): 0 under the interpreter,
-    off a GPU and when every program has a slot of its own."""
+    off a GPU and when fewer than two SM slots are at least half full (stagger_slots)."""
     if interpreting() or device.type != "cuda":
         return 0
     if plan.stagger is not None:
         return plan.stagger
     slots = _slots(device)
-    if plan.batch * plan.n_tiles <= slots:
+    if stagger_slots(plan, slots) < 2:
         return 0
     return stagger_ns(slots, plan.tile, 4 if src == _SRC_KIND[torch.float32] else 2)
+
+
+def stagger_slots(plan: Plan, slots: int) -> int:
+    """The SM slots the stagger spaces out (tile programs pid < slots x this wait their slot's turn): the
+    slots at least half full of the launch's programs, at most ``plan.stagger_wave``. A later slot
+    holding few programs gains little from waiting (they hardly contend with the first slot's loads)
+    and its wait lengthens the rows it holds: DESIGN.md "Stagger", "The partial slot"."""
+    filled = (2 * plan.batch * plan.n_tiles + slots) // (2 * slots)  # (rounded half up)
+    return min(plan.stagger_wave, filled)
 
 
 def _grid_dependency_control(device: torch.device) -> bool:

@@ -123,7 +123,7 @@ def test_launch_options_follow_the_plan() -> None:
     plan = replace(kp.Plan.for_shape(16, 163_840), by_count=False, pdl=True, poll=True)
     tile = kp.tile_options(plan, src=0, trace=False, pdl=True, stagger=902, slots=132)
     assert tile == {"TILE": 8192, "SRC": 0, "TRACE": False, "BY_COUNT": False, "TAGGED": True, "PDL": True,
-                    "STAGGER": 902, "SLOTS": 132, "WAVE": 4, "num_warps": 4, "maxnreg": 128}  # fmt: skip
+                    "STAGGER": 902, "SLOTS": 132, "WAVE": 2, "num_warps": 4, "maxnreg": 128}  # fmt: skip
     unstaggered = kp.tile_options(plan, src=1, trace=True, pdl=False, stagger=0, slots=132)
     assert (unstaggered["SLOTS"], unstaggered["WAVE"], unstaggered["PDL"]) == (1, kp.STAGGER_WAVE, False)
     merge = kp.merge_options(plan, src=2, trace=True, tab_iterations=6, pdl=True)
@@ -194,6 +194,21 @@ def test_stagger_defaults() -> None:
     assert kp._stagger(kp.Plan.for_shape(16, 163_840, stagger=300), torch.device("cpu"), 0) == 0
 
 
+@pytest.mark.parametrize(
+    ("batch", "slots"),
+    # V = 163,840, tiles of 8,192, 132 SMs: programs / SMs 1.06, 1.21, 1.52, 1.82, 2.42, 3.03, 3.64, 9.7
+    [(7, 1), (8, 1), (10, 2), (12, 2), (16, 2), (20, 3), (24, 4), (64, 4)],
+)
+def test_stagger_covers_the_half_full_slots(batch: int, slots: int) -> None:
+    """The stagger spaces out the SM slots at least half full, at most the plan's wave (the choice
+    measured at these batches, DESIGN.md "Stagger"); WAVE, the tile kernel's constant, follows."""
+    plan = kp.Plan.for_shape(batch, 163_840)
+    assert kp.stagger_slots(plan, 132) == slots
+    assert kp.stagger_slots(replace(plan, stagger_wave=3), 132) == min(3, slots)
+    wave = kp.tile_options(plan, src=0, trace=False, pdl=True, stagger=902, slots=132)["WAVE"]
+    assert wave == slots
+
+
 def test_stagger_choice_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """_stagger as a compiled launch on an H200 sees it (132 SMs; the interpreter switched off here):
     the default where a second slot exists, explicit values kept."""
@@ -205,5 +220,7 @@ def test_stagger_choice_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert kp._stagger(kp.Plan.for_shape(16, 163_840), gpu, 0) == 902  # 320 of BIG_TILE
     assert kp._stagger(kp.Plan.for_shape(3, 163_840), gpu, 0) == 0  # 120 programs: one slot
     assert kp._stagger(kp.Plan.for_shape(6, 163_840), gpu, 0) == 0  # 120 of BIG_TILE
+    assert kp._stagger(kp.Plan.for_shape(8, 163_840), gpu, 0) == 0  # 160: the second slot 21 % full
+    assert kp._stagger(kp.Plan.for_shape(10, 163_840), gpu, 0) == 902  # 200: 52 % full
     assert kp._stagger(kp.Plan.for_shape(16, 163_840, stagger=0), gpu, 0) == 0
     assert kp._stagger(kp.Plan.for_shape(1, 163_840, stagger=700), gpu, 0) == 700
