@@ -233,7 +233,6 @@ def finish_core(
     below 2^26 (V <= 2^26; the slot order's sort then runs on int32 words). Writes the row's outputs
     and, when TRACE, its trace."""
     lane = tl.arange(0, 32)
-    lane64 = lane.to(tl.int64)
     lane0 = lane * 0
     valid = best != KEY_PAD
     ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
@@ -241,24 +240,9 @@ def finish_core(
     astar = tl.gather(ids, lane0, 0)  # clause 3.3, in every lane (one exchange, not a reduction)
     mb = tl.gather(lb, lane0, 0)  # m's pattern in every lane (one exchange, not a reduction)
 
-    # ---- clause 6.1: slots in ascending token ID; padding sorts last and carries +0. The IDs are
-    # distinct, so sorting ID * 32 + lane orders the slots and leaves each slot's lane in 5 low bits.
-    # (Sorted before clause 5, which it does not depend on, so that the two overlap.) IDS26 (V <= 2^26):
-    # the words fit an int32, whose network exchanges one register per step, not two. Padding (only
-    # when V < 32) takes IDs above every real one: 2^26 - 32 + lane, or 2^31 + lane in int64.
-    if IDS26:
-        sid = tl.where(valid, ids, (1 << 26) - 32 + lane64).to(tl.int32)
-        word = sid * 32 + lane
-    else:
-        sid = tl.where(valid, ids, (1 << 31) + lane64)
-        word = sid * 32 + lane64
-    if BY_COUNT:  # the same order from exact integer ranks (Triton's interpreter runs tl.sort slowly)
-        rank = rank_desc(-sid.to(tl.int64), lane >= 0)  # ascending: the descending rank of -ID
-        order = tl.sum(tl.where(rank[:, None] == lane[None, :], word[:, None], 0), axis=0)
-    else:
-        order = tl.sort(word)
-    src = (order & 31).to(tl.int32)
-    slot_id = order >> 5
+    # ---- clause 6.1: slots in ascending token ID (sorted before clause 5, which it does not depend
+    # on, so that the two overlap)
+    src, slot_id = slot_order(ids, valid, lane, IDS26, BY_COUNT)
     slot_valid = lane < n_valid
 
     # ---- clause 2.1 status, clause 4.1 greedy
@@ -376,6 +360,28 @@ def finish_core(
         tl.store(tr + TR_TREE + 24 + (lane >> 3), lv3.to(tl.int64, bitcast=True), mask=(lane & 7) == 0)
         tl.store(tr + TR_TREE + 28 + (lane >> 4), lv4.to(tl.int64, bitcast=True), mask=(lane & 15) == 0)
         tl.store(tr + TR_TREE + 30 + (lane >> 5), lv5.to(tl.int64, bitcast=True), mask=lane == 0)
+
+
+@triton.jit
+def slot_order(ids, valid, lane, IDS26: tl.constexpr, BY_COUNT: tl.constexpr):
+    """Clause 6.1: (src, slot_id), slot s holding lane src[s]'s token ID slot_id[s], ascending; the
+    padding lanes (not ``valid``) last. The IDs are distinct, so sorting ID * 32 + lane orders the
+    slots and leaves each slot's lane in its 5 low bits. IDS26 (every ID below 2^26): the words fit
+    an int32, whose network exchanges one register per step, not two. Padding (only when V < 32)
+    takes IDs above every real one: 2^26 - 32 + lane, or 2^31 + lane in int64."""
+    lane64 = lane.to(tl.int64)
+    if IDS26:
+        sid = tl.where(valid, ids, (1 << 26) - 32 + lane64).to(tl.int32)
+        word = sid * 32 + lane
+    else:
+        sid = tl.where(valid, ids, (1 << 31) + lane64)
+        word = sid * 32 + lane64
+    if BY_COUNT:  # the same order from exact integer ranks (Triton's interpreter runs tl.sort slowly)
+        rank = rank_desc(-sid.to(tl.int64), lane >= 0)  # ascending: the descending rank of -ID
+        order = tl.sum(tl.where(rank[:, None] == lane[None, :], word[:, None], 0), axis=0)
+    else:
+        order = tl.sort(word)
+    return (order & 31).to(tl.int32), order >> 5
 
 
 @triton.jit

@@ -4,7 +4,8 @@ Under the interpreter the default plans order candidates by exact count matrices
 plans here take the GPU's bitonic networks instead, in the tile (with its per-warp bound), the
 merge's pool and its hot pairs. Slow under the interpreter: V = 9000 and 4500 by default, more in the
 deep profile. Rows and plans: kernel_rows.py. The merge's network for pools of bitonic runs
-(select_jit.top32_runs) is also checked alone on constructed runs.
+(select_jit.top32_runs) and the finish's slot order (finish_jit.slot_order, clause 6.1) are also
+checked alone on constructed inputs.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from dyadic24.kernels import select_jit  # noqa: E402
+from dyadic24.kernels import finish_jit, select_jit  # noqa: E402
 from dyadic24.kernels.exp_table import TABLE_PATH  # noqa: E402
 from dyadic24.kernels.ieee_jit import KEY_PAD  # noqa: E402
 from dyadic24.kernels.propose import kernel_device  # noqa: E402
@@ -67,3 +68,37 @@ def test_top32_of_bitonic_runs_is_the_top32(n: int, run: int) -> None:
         out = torch.empty(32, dtype=torch.int64, device=kernel_device())
         _runs_kernel[(1,)](x, out, n, run)
         assert out.cpu().numpy().tolist() == np.sort(keys)[::-1][:32].tolist()
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def _slot_order_kernel(ids_ptr, src_ptr, slot_ptr, K, IDS26: tl.constexpr, BY_COUNT: tl.constexpr):  # type: ignore[no-untyped-def]
+    lane = tl.arange(0, 32)
+    valid = lane < K
+    ids = tl.where(valid, tl.load(ids_ptr + lane), -1)
+    src, slot_id = finish_jit.slot_order(ids, valid, lane, IDS26, BY_COUNT)
+    tl.store(src_ptr + lane, src)
+    tl.store(slot_ptr + lane, slot_id.to(tl.int64))
+
+
+@pytest.mark.parametrize("by_count", [False, True])
+@pytest.mark.parametrize("ids26", [True, False])
+def test_slot_order_sorts_ids_and_keeps_padding_last(ids26: bool, by_count: bool) -> None:
+    """clause 6.1: slot s holds the s-th smallest ID and names its lane (src), for every count K of
+    real lanes; the padding lanes (K < 32, V < 32) follow in lane order. IDs span the whole range of
+    each word width: below 2^26 for the int32 words (IDS26), up to 2^31 - 2 for the int64 ones. A
+    padding that overflowed the int32 word would sort first and fail here."""
+    rng = np.random.default_rng(26 if ids26 else 31)
+    top = (1 << 26) if ids26 else (1 << 31) - 1
+    for k in (1, 2, 7, 31, 32):
+        ids = np.unique(np.concatenate([[0, top - 1], rng.integers(0, top, 64)]))
+        ids = rng.permutation(ids)[:k]
+        buf = np.full(32, -1, dtype=np.int64)
+        buf[:k] = ids
+        dev = kernel_device()
+        x = torch.tensor(buf, device=dev)
+        src = torch.empty(32, dtype=torch.int32, device=dev)
+        slot = torch.empty(32, dtype=torch.int64, device=dev)
+        _slot_order_kernel[(1,)](x, src, slot, k, ids26, by_count)
+        want_src = np.concatenate([np.argsort(ids, kind="stable"), np.arange(k, 32)])
+        assert src.cpu().numpy().tolist() == want_src.tolist()
+        assert slot.cpu().numpy()[:k].tolist() == np.sort(ids).tolist()
