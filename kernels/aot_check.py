@@ -244,7 +244,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     for src, suffix, (batch, vocab), trace in tiles:
         itemsize = 4 if src == 0 else 2
         plan = h200(batch, vocab, itemsize, kp.TILE if suffix == "/one-half" else None)
-        stagger = kp.stagger_ns(SMS, plan.tile, itemsize) if kp.stagger_slots(plan, SMS) >= 2 else 0
+        stagger = kp.default_stagger(plan, SMS, itemsize)
         sig = {
             "logits_ptr": ptrs[src], "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",
             "counter_ptr": "*i32", "temp_ptr": "*i32", "V": "i32", "n_tiles": "i32", "n_rows": "i32",

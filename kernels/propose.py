@@ -441,10 +441,13 @@ def _stagger(plan: Plan, device: torch.device, src: int) -> int:
         return 0
     if plan.stagger is not None:
         return plan.stagger
-    slots = _slots(device)
-    if stagger_slots(plan, slots) < 2:
-        return 0
-    return stagger_ns(slots, plan.tile, 4 if src == _SRC_KIND[torch.float32] else 2)
+    return default_stagger(plan, _slots(device), 4 if src == _SRC_KIND[torch.float32] else 2)
+
+
+def default_stagger(plan: Plan, slots: int, itemsize: int) -> int:
+    """The default wait per SM slot (ns) of ``plan``'s launch on a GPU of ``slots`` SMs: stagger_ns,
+    or 0 when fewer than two SM slots are at least half full (stagger_slots)."""
+    return stagger_ns(slots, plan.tile, itemsize) if stagger_slots(plan, slots) >= 2 else 0
 
 
 def stagger_slots(plan: Plan, slots: int) -> int:
