@@ -97,15 +97,16 @@ POINTS: list[tuple[str, str, str, str]] = [
     (
         "merge_jit",
         "merge pool top-32 + pair check",
-        "            cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, POOL_RUN\n"
-        "        )\n",
+        "                cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, POOL_RUN, "
+        "SORTED_C\n"
+        "            )\n",
         f"@_probe({_M}, 7, tl.max(best))\n",
     ),
     (
         "finish_jit",
         "finish lane values",
-        "    mb = tl.gather(lb, lane0, 0)  # m's pattern in every lane (one exchange, not a reduction)\n",
-        f"@_probe({_M}, 8, tl.max(mb) + tl.max(astar) + n_valid)\n",
+        "        mb = key_bits32(top)\n",
+        f"@_probe({_M}, 8, mb + astar + n_valid)\n",
     ),
     (
         "finish_jit",

@@ -103,13 +103,13 @@ def row_status(any_nan, any_pinf, any_live, tb):
 
 
 @triton.jit
-def greedy_outputs(row, best, fmax, tb, status_ptr, token_ptr, ids_ptr, tickets_ptr):
+def greedy_outputs(row, top, fmax, tb, status_ptr, token_ptr, ids_ptr, tickets_ptr):
     """The outputs of a row whose temperature is +-0, without trace: status (2.1), then a* with all 2^24
-    tickets (3.3, 4.1) or the failed row's values (2.3); ``best`` holds the row's largest key in lane
-    0, ``fmax`` the row's flag word, ``tb`` the temperature's bits (int64)."""
+    tickets (3.3, 4.1) or the failed row's values (2.3); ``top`` is the row's largest key, ``fmax``
+    the row's flag word, ``tb`` the temperature's bits (int64)."""
     lane = tl.arange(0, K_C)
     status = row_status((fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb)
-    astar = 0xFFFFFFFF - (tl.max(best) & 0xFFFFFFFF)
+    astar = 0xFFFFFFFF - (top & 0xFFFFFFFF)
     ok = status == 0
     tl.store(status_ptr + row, status.to(tl.int32))
     tl.store(token_ptr + row, tl.where(ok, astar, -1).to(tl.int32))
@@ -145,8 +145,10 @@ def finish_best(
     SRC: tl.constexpr,
     BY_COUNT: tl.constexpr,
     IDS26: tl.constexpr,
+    SORTED_C: tl.constexpr,
 ):
-    """finish_core from C (``best``, clause-3.1 order) and the maximum flag word of the row's tiles."""
+    """finish_core from C (``best``; in clause-3.1 order when SORTED_C, else in any lane order) and the
+    maximum flag word of the row's tiles."""
     best = one_per_thread(best)
     valid = best != KEY_PAD  # exactly the first K = min(32, V) lanes
     if TRACE:
@@ -158,7 +160,7 @@ def finish_best(
     finish_core(
         row, best, lb, (fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb, k0, k1, x0, x1, x2, x3,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
-        TAB_ITERS, TRACE, BY_COUNT, IDS26,
+        TAB_ITERS, TRACE, BY_COUNT, IDS26, SORTED_C,
     )  # fmt: skip
 
 
@@ -193,7 +195,7 @@ def finish_row(
     finish_core(
         row, best, lb, any_nan, any_pinf, any_live, tb, k0, k1, x0, x1, x2, x3, tab_z_ptr, tab_e_ptr,
         status_ptr, token_ptr, ids_ptr, tickets_ptr, status_ptr, tau_bits, tab_n, TAB_ITERS, False,
-        ORDER_BY_COUNT, False,
+        ORDER_BY_COUNT, False, True,
     )  # fmt: skip
 
 
@@ -225,9 +227,12 @@ def finish_core(
     TRACE: tl.constexpr,
     BY_COUNT: tl.constexpr,
     IDS26: tl.constexpr,
+    SORTED_C: tl.constexpr,
 ):
     """Everything after C is known (clauses 2.1, 3.3, 4.1, 5-9, 12.1, 12.3): ``best`` holds the row's
-    top 32 keys in clause-3.1 order (KEY_PAD past K), one lane per thread, ``lb`` their binary32
+    top 32 keys (KEY_PAD past K), one lane per thread, in clause-3.1 order when SORTED_C (always with
+    TRACE, whose order and m's pattern come from lane 0) and else in any order (only the slot
+    order, clause 6.1, orders the finish's lanes: a* is then the largest key), ``lb`` their binary32
     patterns, the flags the OR over the row's tiles (or shards), ``tb`` the temperature's bits and
     k0, k1, x0..x3 the row's draw (early_draw; used by sampled rows only). IDS26: every token ID is
     below 2^26 (V <= 2^26; the slot order's sort then runs on int32 words). Writes the row's outputs
@@ -237,8 +242,13 @@ def finish_core(
     valid = best != KEY_PAD
     ids = tl.where(valid, 0xFFFFFFFF - (best & 0xFFFFFFFF), -1)
     n_valid = tl.sum(valid.to(tl.int32))  # (int32: one shuffle per level, not two)
-    astar = tl.gather(ids, lane0, 0)  # clause 3.3, in every lane (one exchange, not a reduction)
-    mb = tl.gather(lb, lane0, 0)  # m's pattern in every lane (one exchange, not a reduction)
+    if SORTED_C:  # a* and m's pattern in lane 0, given to every lane (one exchange, not a reduction)
+        astar = tl.gather(ids, lane0, 0)  # clause 3.3
+        mb = tl.gather(lb, lane0, 0)
+    else:  # the largest key (the trace, which keeps a -0 in m's pattern, has C sorted)
+        top = tl.max(best)
+        astar = 0xFFFFFFFF - (top & 0xFFFFFFFF)  # clause 3.3
+        mb = key_bits32(top)
 
     # ---- clause 6.1: slots in ascending token ID (sorted before clause 5, which it does not depend
     # on, so that the two overlap)

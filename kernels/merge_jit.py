@@ -201,13 +201,16 @@ def _merge_row(
             acc = tl.maximum(acc, f)
             fstart += FCHUNK
         fmax = tl.max(acc)
-    # ---- clause 3.2: C
+    # ---- clause 3.2: C, then clauses 3.3, 4.1 (greedy) or 3.3, 5-9 (finish_core), 12.1, 12.3
+    if TAGGED:  # noqa: SIM108 (constexpr branch)
+        tb_g = d_tb
+    else:
+        tb_g = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
     if greedy_fast and TAGGED:
         # the pool holds every tile's lane 0, its largest key (the tiles of a greedy row store only it)
-        best = tl.where(tl.arange(0, K_C) == 0, tl.max(pool_q), KEY_PAD)
+        greedy_outputs(row, tl.max(pool_q), fmax, tb_g, status_ptr, token_ptr, ids_ptr, tickets_ptr)
     elif greedy_fast:
         # every tile stored its largest key in lane 0; C is not needed past a* (clause 4.1)
-        l32 = tl.arange(0, K_C)
         am = tl.load(cbase + fo * K_C, mask=fo < n_tiles, other=KEY_PAD, cache_modifier=".cg")
         tstart = row * 0 + FCHUNK
         while tstart < n_tiles:
@@ -216,27 +219,23 @@ def _merge_row(
                 am, tl.load(cbase + o * K_C, mask=o < n_tiles, other=KEY_PAD, cache_modifier=".cg")
             )
             tstart += FCHUNK
-        best = tl.where(l32 == 0, tl.max(am), KEY_PAD)
-    elif MPOOL_T > 1:
-        best = _merge_pool_pairs(
-            cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, POOL_RUN
-        )
-    elif MPOOL_T == 1:
-        best = one
+        greedy_outputs(row, tl.max(am), fmax, tb_g, status_ptr, token_ptr, ids_ptr, tickets_ptr)
     else:
-        best = _merge_threshold(cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles)
-    # ---- clauses 3.3, 4.1 (greedy) or 3.3, 5-9 (finish_core), 12.1, 12.3
-    if greedy_fast:
-        if TAGGED:  # noqa: SIM108 (constexpr branch)
-            tb_g = d_tb
+        # C leaves the pool's network in clause-3.1 order only where it is sorted anyway or the trace
+        # needs that order (select_jit.top32_runs)
+        SORTED_C: tl.constexpr = TRACE or BY_COUNT or MPOOL_T <= 1 or POOL_RUN == 1
+        if MPOOL_T > 1:
+            best = _merge_pool_pairs(
+                cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, POOL_RUN, SORTED_C
+            )
+        elif MPOOL_T == 1:
+            best = one
         else:
-            tb_g = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
-        greedy_outputs(row, best, fmax, tb_g, status_ptr, token_ptr, ids_ptr, tickets_ptr)
-    else:
+            best = _merge_threshold(cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles)
         finish_best(
             logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, tab_z_ptr, tab_e_ptr, status_ptr,
             token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, SRC, BY_COUNT,
-            IDS26,
+            IDS26, SORTED_C,
         )  # fmt: skip
 
 
@@ -285,6 +284,7 @@ def _merge_pool_pairs(
     BY_COUNT: tl.constexpr,
     TAGGED: tl.constexpr,
     POOL_RUN: tl.constexpr,
+    SORTED: tl.constexpr,
 ):
     """C from the halved pool ``q`` (_pool_pair_max; clause 3.2).
 
@@ -300,10 +300,11 @@ def _merge_pool_pairs(
     best), C is the top 32 of best without the hot pairs' keys and the hot pairs' tiles' whole lists
     (one reload; no key occurs twice; TAGGED: checked and untagged by _tagged_lists). Gaussian logits
     almost never have a hot pair (two tiles holding MPOOL_K of the row's 32 largest); rows whose
-    likely tokens share an ID range do."""
+    likely tokens share an ID range do. SORTED: C in clause-3.1 order; else in any lane order (the
+    network's, top32_runs; the hot pairs' path still sorts)."""
     NG: tl.constexpr = MPOOL_T // 2  # pairs: tiles t and t + NG
     HOT: tl.constexpr = K_C // MPOOL_K
-    best = top32_runs(q, POOL_RUN, BY_COUNT)  # (POOL_RUN: MPOOL_K, each pair's lanes a bitonic run, or 1)
+    best = top32_runs(q, POOL_RUN, BY_COUNT, SORTED)  # (POOL_RUN: MPOOL_K, each pair's run bitonic, or 1)
     if MPOOL_K < K_C:
         pair = _key_pair(best, TILE, NG)
         if _any_full(pair, NG, MPOOL_K) != 0:  # (the common path's test; the lanes only when needed)

@@ -124,7 +124,7 @@ def top32(flat, BY_COUNT: tl.constexpr):
 
 
 @triton.jit
-def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr):
+def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr, SORTED: tl.constexpr):
     """top32 of a power-of-two-long vector (>= 32) whose aligned runs of RUN lanes (a power of two,
     at most 32) are each bitonic (the merge's paired pool: a descending and an ascending run met
     lane by lane). The same keys in the same order as top32: on the GPU Triton's top-k network less
@@ -132,7 +132,9 @@ def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr):
     of log2 RUN steps (a bitonic run needs no more to be sorted): 3 of 33 exchange steps fewer for
     runs of 8, 6 for 16, 10 for 32. RUN = 1 is Triton's top-k itself: this network from its first
     stage, the same SASS size under triton 3.9, was 1-5 us per depth 5 slower at B = 64 / 256 on the
-    H200's triton 3.6 (benchmarks/DESIGN.md "Merge")."""
+    H200's triton 3.6 (benchmarks/DESIGN.md "Merge"). Not SORTED (and a vector of more than 32): the
+    same 32 keys, in the order the last fold leaves them (the larger of each lane of two opposite
+    sorted runs: a bitonic sequence), without the last merge's 5 steps (DESIGN.md "Merge")."""
     if BY_COUNT or RUN == 1:
         best = top32(flat, BY_COUNT)  # (runs of 1: nothing to gain, Triton's own top-k)
     else:
@@ -157,7 +159,8 @@ def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr):
             h = _bitonic_merge(h, i, 2 if i < N else 1, N)
         for i in tl.static_range(6, N + 1):  # keep the larger of two opposite runs of 32, merge
             h = tl.max(h, axis=N - i)  # (the axis of bit 5 in a cube of N - i + 6 axes)
-            h = _bitonic_merge(h, 5, 2 if i < N else 1, N - i + 5)
+            if SORTED or i < N:
+                h = _bitonic_merge(h, 5, 2 if i < N else 1, N - i + 5)
         best = tl.reshape(h, [K_C])
     return best
 

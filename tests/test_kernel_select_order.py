@@ -42,17 +42,20 @@ def test_gpu_ordering_plans_give_the_reference_bits(plan_name: str, vocab: int) 
 
 
 @triton.jit  # type: ignore[untyped-decorator]
-def _runs_kernel(x_ptr, out_ptr, N: tl.constexpr, RUN: tl.constexpr):  # type: ignore[no-untyped-def]
-    tl.store(out_ptr + tl.arange(0, 32), select_jit.top32_runs(tl.load(x_ptr + tl.arange(0, N)), RUN, False))
+def _runs_kernel(x_ptr, out_ptr, N: tl.constexpr, RUN: tl.constexpr, SORTED: tl.constexpr):  # type: ignore[no-untyped-def]
+    top = select_jit.top32_runs(tl.load(x_ptr + tl.arange(0, N)), RUN, False, SORTED)
+    tl.store(out_ptr + tl.arange(0, 32), top)
 
 
+@pytest.mark.parametrize("ordered", [True, False])
 @pytest.mark.parametrize(("n", "run"), [(32, 32), (64, 32), (256, 8), (256, 16), (128, 4), (256, 1)])
-def test_top32_of_bitonic_runs_is_the_top32(n: int, run: int) -> None:
+def test_top32_of_bitonic_runs_is_the_top32(n: int, run: int, ordered: bool) -> None:
     """clause 3.2: top32_runs (a bitonic merge per run, then Triton's top-k network from the next
     stage) gives the 32 largest keys in descending order when each aligned run of ``run`` lanes is
     bitonic: a descending and an ascending run met lane by lane (the paired pool), missing tiles and
     lists shorter than the run as KEY_PAD, and rotations (a rotated bitonic run is bitonic). A run
-    that is not merged far enough (one merge step fewer) fails here."""
+    that is not merged far enough (one merge step fewer) fails here. Not ``ordered`` (the merge
+    without a trace): the same 32 keys in some order, which past 32 lanes is not descending."""
     rng = np.random.default_rng(n * 100 + run)
     pad = np.int64(KEY_PAD.value)
     for trial in range(3):
@@ -66,8 +69,12 @@ def test_top32_of_bitonic_runs_is_the_top32(n: int, run: int) -> None:
         keys = np.concatenate(runs)
         x = torch.tensor(keys, dtype=torch.int64, device=kernel_device())
         out = torch.empty(32, dtype=torch.int64, device=kernel_device())
-        _runs_kernel[(1,)](x, out, n, run)
-        assert out.cpu().numpy().tolist() == np.sort(keys)[::-1][:32].tolist()
+        _runs_kernel[(1,)](x, out, n, run, ordered)
+        got = out.cpu().numpy()
+        want = np.sort(keys)[::-1][:32]
+        assert (got if ordered else np.sort(got)[::-1]).tolist() == want.tolist()
+        if not ordered and n > 32 and run > 1 and len(set(want.tolist())) == 32:
+            assert got.tolist() != want.tolist()  # (the last merge is left out)
 
 
 @triton.jit  # type: ignore[untyped-decorator]
