@@ -201,14 +201,11 @@ def _merge_row(
             acc = tl.maximum(acc, f)
             fstart += FCHUNK
         fmax = tl.max(acc)
-    # ---- clause 3.2: C, then clauses 3.3, 4.1 (greedy) or 3.3, 5-9 (finish_core), 12.1, 12.3
-    if TAGGED:  # noqa: SIM108 (constexpr branch)
-        tb_g = d_tb
-    else:
-        tb_g = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+    # ---- clause 3.2: C, then clauses 3.3, 4.1 (greedy) or 3.3, 5-9 (finish_core), 12.1, 12.3 (tb:
+    # the temperature's bits, loaded with the draw's inputs)
     if greedy_fast and TAGGED:
         # the pool holds every tile's lane 0, its largest key (the tiles of a greedy row store only it)
-        greedy_outputs(row, tl.max(pool_q), fmax, tb_g, status_ptr, token_ptr, ids_ptr, tickets_ptr)
+        greedy_outputs(row, tl.max(pool_q), fmax, tb, status_ptr, token_ptr, ids_ptr, tickets_ptr)
     elif greedy_fast:
         # every tile stored its largest key in lane 0; C is not needed past a* (clause 4.1)
         am = tl.load(cbase + fo * K_C, mask=fo < n_tiles, other=KEY_PAD, cache_modifier=".cg")
@@ -219,7 +216,7 @@ def _merge_row(
                 am, tl.load(cbase + o * K_C, mask=o < n_tiles, other=KEY_PAD, cache_modifier=".cg")
             )
             tstart += FCHUNK
-        greedy_outputs(row, tl.max(am), fmax, tb_g, status_ptr, token_ptr, ids_ptr, tickets_ptr)
+        greedy_outputs(row, tl.max(am), fmax, tb, status_ptr, token_ptr, ids_ptr, tickets_ptr)
     else:
         # C leaves the pool's network in clause-3.1 order only where it is sorted anyway or the trace
         # needs that order (select_jit.top32_runs)
