@@ -173,7 +173,9 @@ PLANS: dict[str, dict[str, Any]] = {
     # fallback warp_heavy and column_block reach) in one half, in halves and in the pairs
     "bitonic": {"tile": 4096, "by_count": False},
     "halves_bitonic": {"tile": 8192, "by_count": False},
-    "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True},
+    # (pool_run 16: each pair's run sorted by one merge and C left unsorted, as on the GPU up to 512
+    # tile programs; the 31 rows of 18 tiles here are past that, where the default is Triton's top-k)
+    "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True, "pool_run": 16},
     # the pool's top 32 by Triton's own top-k (the default past MERGE_RUN_PROGRAMS tile
     # programs; the plans above sort each pair's bitonic run by one merge)
     "bitonic_pairs_network": {"tile": 64, "by_count": False, "poll": True, "pool_run": 1},
