@@ -130,11 +130,15 @@ def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr, SORTED: tl.const
     lane by lane). The same keys in the same order as top32: on the GPU Triton's top-k network less
     its first log2 RUN stages, which sort each run of RUN from scratch, replaced by one bitonic merge
     of log2 RUN steps (a bitonic run needs no more to be sorted): 3 of 33 exchange steps fewer for
-    runs of 8, 6 for 16, 10 for 32. RUN = 1 is Triton's top-k itself: this network from its first
-    stage, the same SASS size under triton 3.9, was 1-5 us per depth 5 slower at B = 64 / 256 on the
-    H200's triton 3.6 (benchmarks/DESIGN.md "Merge"). Not SORTED (and a vector of more than 32): the
-    same 32 keys, in the order the last fold leaves them (the larger of each lane of two opposite
-    sorted runs: a bitonic sequence), without the last merge's 5 steps (DESIGN.md "Merge")."""
+    runs of 8, 6 for 16, 10 for 32. Its folds (each lane keeps the larger of itself and the same lane
+    of the opposite sorted run of 32) take the partner by a gather, one exchange through shared
+    memory, where Triton's network takes a maximum between warps, two exchanges and a shuffle; every
+    lane keeps its place, so the vector keeps its length with the folded runs repeated, and its first
+    32 lanes are gathered at the end (DESIGN.md "Merge"). RUN = 1 is Triton's top-k itself: this
+    network from its first stage (then with Triton's folds), the same SASS size under triton 3.9, was
+    1-5 us per depth 5 slower at B = 64 / 256 on the H200's triton 3.6. Not SORTED (and a vector of
+    more than 32): the same 32 keys, in the order the last fold leaves them (the larger of each lane
+    of two opposite sorted runs: a bitonic sequence), without the last merge's 5 steps."""
     if BY_COUNT or RUN == 1:
         best = top32(flat, BY_COUNT)  # (runs of 1: nothing to gain, Triton's own top-k)
     else:
@@ -157,20 +161,31 @@ def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr, SORTED: tl.const
         h = _bitonic_merge(h, R, 2 if R < N else 1, N)  # runs sorted, alternating by bit R
         for i in tl.static_range(R + 1, 6):  # then Triton's top-k from its stage R + 1 on
             h = _bitonic_merge(h, i, 2 if i < N else 1, N)
-        for i in tl.static_range(6, N + 1):  # keep the larger of two opposite runs of 32, merge
-            h = tl.max(h, axis=N - i)  # (the axis of bit 5 in a cube of N - i + 6 axes)
-            if SORTED or i < N:
-                h = _bitonic_merge(h, 5, 2 if i < N else 1, N - i + 5)
-        best = tl.reshape(h, [K_C])
+        # the folds across bits 5 .. N - 1: each lane takes the larger of itself and its partner
+        # across the bit by a gather (one exchange through shared memory: a maximum between warps
+        # takes two), and keeps its place
+        f = tl.arange(0, n)
+        for i in tl.static_range(6, N + 1):
+            hf = tl.reshape(h, [n])
+            hf = tl.maximum(hf, tl.gather(hf, f ^ (1 << (i - 1)), 0))
+            # runs of 32 alternating by bit i; the last fold's, descending, only when SORTED
+            if SORTED or i < N:  # noqa: SIM108 (constexpr branch)
+                h = _bitonic_merge(tl.reshape(hf, [2] * N), 5, 2 if i < N else 1, N, i)
+            else:
+                h = hf
+        best = tl.reshape(h, [n])
+        if N > 5:
+            best = tl.gather(best, tl.arange(0, K_C), 0)  # (every 32 lanes hold C: the first)
     return best
 
 
 @triton.jit
-def _bitonic_merge(h, stage: tl.constexpr, order: tl.constexpr, N: tl.constexpr):
+def _bitonic_merge(h, stage: tl.constexpr, order: tl.constexpr, N: tl.constexpr, BIT: tl.constexpr = -1):
     """Sort each aligned bitonic run of 2^stage lanes of the hypercube h (N axes of 2): ascending
-    (order 0), descending (1), or by index bit ``stage`` (2: ascending where it is 0)."""
+    (order 0), descending (1), or by an index bit (2: ascending where it is 0), ``BIT`` or else
+    ``stage``."""
     if order == 2:  # noqa: SIM108 (constexpr branch)
-        flip = _bit_axis(N, stage)
+        flip = _bit_axis(N, stage if BIT < 0 else BIT)
     else:
         flip = order
     for i in tl.static_range(stage):
