@@ -219,8 +219,10 @@ def _merge_row(
         greedy_outputs(row, tl.max(am), fmax, tb, status_ptr, token_ptr, ids_ptr, tickets_ptr)
     else:
         # C leaves the pool's network in clause-3.1 order only where it is sorted anyway or the trace
-        # needs that order (select_jit.top32_runs)
-        SORTED_C: tl.constexpr = TRACE or BY_COUNT or MPOOL_T <= 1 or POOL_RUN == 1
+        # needs that order (select_jit.top32_runs; a pool of 32 lanes, MPOOL_T = 2, has no fold)
+        SORTED_C: tl.constexpr = (
+            TRACE or BY_COUNT or MPOOL_T <= 1 or POOL_RUN == 1 or MPOOL_T // 2 * MPOOL_K <= K_C
+        )
         if MPOOL_T > 1:
             best = _merge_pool_pairs(
                 cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, POOL_RUN, SORTED_C
@@ -306,6 +308,13 @@ def _merge_pool_pairs(
         pair = _key_pair(best, TILE, NG)
         if _any_full(pair, NG, MPOOL_K) != 0:  # (the common path's test; the lanes only when needed)
             full = _full_groups(pair, NG, MPOOL_K)
+            if POOL_RUN > 1 and not BY_COUNT and NG * MPOOL_K > K_C:
+                # own copies for the [pairs, 32] broadcast below: from these triton 3.6 would
+                # otherwise emit C's final gather (top32_runs) a second time, in the broadcast's
+                # layout, on the common path (DESIGN.md "Merge")
+                lane = tl.arange(0, K_C)
+                full = tl.gather(full, lane, 0)
+                pair = tl.gather(pair, lane, 0)
             p = tl.arange(0, NG)
             hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
             hot_pair = _set_lanes(hp, HOT)
