@@ -89,7 +89,9 @@ POINTS: list[tuple[str, str, str, str]] = [
     (
         "merge_jit",
         "merge flags (validated)",
-        "            MPOOL_T, MPOOL_K, PDL,\n        )  # fmt: skip\n",
+        "            cbase, flags_ptr + row * n_tiles, n_tiles, spec_a, spec_b, spec_f, ktag, ftag, MPOOL_T, "
+        "MPOOL_K\n"
+        "        )\n",
         f"@_probe({_M}, 6, fmax)\n@tl.store({_M} + 2 * {RELOADS}, _reloads.to(tl.int64) + 1)\n",
     ),
     (

@@ -32,14 +32,7 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     top32_extract,
     top32_runs,
 )
-from dyadic24.kernels.tags_jit import (  # noqa: E402
-    ARRIVALS,
-    FLAG_TAG_LIMIT,
-    SPIN_LIMIT,
-    next_epoch,
-    row_tags,
-    untag_keys,
-)
+from dyadic24.kernels.tags_jit import FLAG_TAG_LIMIT, SPIN_LIMIT, next_epoch, row_tags, untag_keys  # noqa: E402
 
 # benchmarks/DESIGN.md "Merge":
 FCHUNK = tl.constexpr(64)  # flag words per step of the flags' maximum; tags apply up to this many tiles
@@ -125,10 +118,10 @@ def merge_kernel(
         if PDL:
             gdc_wait()
     _merge_row(
-        logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, counter_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
+        logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr,
         row, V, n_tiles, tau_bits, tab_n, greedy_fast, sa, sb, sf, ktag, ftag, d_tb, d_seed, d_rnd, d_pos,
-        TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K, BY_COUNT, TILE, TAGGED, PDL, POOL_RUN, IDS26,
+        TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K, BY_COUNT, TILE, TAGGED, POOL_RUN, IDS26,
     )  # fmt: skip
     if TAGGED:
         tl.store(counter_ptr + row, next_epoch(word))
@@ -140,7 +133,6 @@ def _merge_row(
     cand_ptr,
     flags_ptr,
     mscratch_ptr,
-    counter_ptr,
     temp_ptr,
     seed_ptr,
     round_ptr,
@@ -175,15 +167,13 @@ def _merge_row(
     BY_COUNT: tl.constexpr,
     TILE: tl.constexpr,
     TAGGED: tl.constexpr,
-    PDL: tl.constexpr,
     POOL_RUN: tl.constexpr,
     IDS26: tl.constexpr,
 ):
     """merge_kernel's row once the tiles' words may be read: the flags' maximum (clause 2.1), the draw,
     C (clause 3.2) and the greedy outputs or the finish. TAGGED: spec_a, spec_b and spec_f are the
     pool's and the flags' words as loaded at the start (_pool_loads), ktag and ftag the row's tags,
-    d_tb .. d_pos the draw's inputs; with PDL the tile programs count their arrivals in the row's
-    counter word (tags_jit)."""
+    d_tb .. d_pos the draw's inputs."""
     n_cand = n_tiles * K_C
     cbase = cand_ptr + row * n_cand
     if MPOOL_T > 1 and not TAGGED:
@@ -201,9 +191,8 @@ def _merge_row(
         tb, k0, k1, x0, x1, x2, x3 = early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr)
     if TAGGED:
         pool_q, fmax, _reloads = _pool_validated(
-            cbase, flags_ptr + row * n_tiles, counter_ptr + row, n_tiles, spec_a, spec_b, spec_f, ktag, ftag,
-            MPOOL_T, MPOOL_K, PDL,
-        )  # fmt: skip
+            cbase, flags_ptr + row * n_tiles, n_tiles, spec_a, spec_b, spec_f, ktag, ftag, MPOOL_T, MPOOL_K
+        )
     else:
         fstart = row * 0 + FCHUNK
         while fstart < n_tiles:
@@ -443,26 +432,16 @@ def pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: tl
 
 @triton.jit
 def _pool_validated(
-    cbase, fbase, cword, n_tiles, a, b, fl, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr,
-    COUNTED: tl.constexpr,
-):  # fmt: skip
+    cbase, fbase, n_tiles, a, b, fl, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr
+):
     """The paired pool and the maximum flag word from the words loaded at the start, reloaded
     (volatile, through L2) until every word carries this launch's tag (every tile program's stores
-    become visible), and the number of reloads (for benchmarks/probe_timeline.py). COUNTED (the tile
-    programs count their arrivals in the row's counter word ``cword``, tags_jit): a reload is checked,
-    a reduction between the warps, only once the count has reached n_tiles; before, each reload costs
-    one round trip and a comparison (DESIGN.md "Two launches and the polling merge")."""
+    become visible), and the number of reloads (for benchmarks/probe_timeline.py)."""
     q, fmax, stale = pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
     reloads = stale * 0
     while stale != 0:
-        if COUNTED:
-            arrived = tl.load(cword, volatile=True) & ARRIVALS
-            a, b, fl = _pool_loads(cbase, fbase, n_tiles, MPOOL_T, MPOOL_K, True)
-            if arrived >= n_tiles:
-                q, fmax, stale = pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
-        else:
-            a, b, fl = _pool_loads(cbase, fbase, n_tiles, MPOOL_T, MPOOL_K, True)
-            q, fmax, stale = pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
+        a, b, fl = _pool_loads(cbase, fbase, n_tiles, MPOOL_T, MPOOL_K, True)
+        q, fmax, stale = pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
         reloads += 1
         if SPIN_LIMIT:
             stale = tl.where(reloads < SPIN_LIMIT, stale, 0)

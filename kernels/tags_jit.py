@@ -13,11 +13,7 @@ is told by a tag, never by memory ordering:
   stores (the ID word's top byte: IDs are below 2^24 where tags apply) and into bits 23-30 of its flag
   word (three flag bits below);
 - the merge XORs T out again and accepts a word only if the result is one a tile program of this
-  launch can have stored (untag_keys; merge_jit.pool_untag for the flags), reloading until all are;
-- with the merge a dependent launch, each tile program adds 1 to its row's counter word after its
-  stores (the low EPOCH_SHIFT bits: the row's arrivals), and the polling merge checks its reloads
-  only once the count says every tile program has stored. The count is a hint, not a proof: a word
-  is still accepted by its tag alone, and the merge's epoch store clears the count.
+  launch can have stored (untag_keys; merge_jit.pool_untag for the flags), reloading until all are.
 
 A word is accepted exactly when it was written in this launch: the previous writer of a slot used
 another tag, no tag (a plan whose tags do not apply) or the workspace's zero fill, and none of those
@@ -40,7 +36,6 @@ TAG_BASE = tl.constexpr(0x80)  # epoch E tags with T = 0x80 + E
 KEY_TAG_SHIFT = tl.constexpr(24)  # T is XORed into bits 24-31 of each stored key (its ID word)
 FLAG_TAG_SHIFT = tl.constexpr(23)  # and into bits 23-30 of each flag word
 FLAG_TAG_LIMIT = tl.constexpr(1 << 23)  # an untagged flag word of this launch is below this
-ARRIVALS = tl.constexpr((1 << 24) - 1)  # counter word: the tile programs of this launch that stored
 # Reloads a polling loop takes before it gives up, under the interpreter only: it runs programs one
 # after another, so the first look always finds every word there, and a bug that leaves words stale
 # fails a test (stale keys name other IDs) instead of hanging it. 0 on the GPU: unbounded, no code.

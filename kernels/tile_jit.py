@@ -107,8 +107,6 @@ def tile_kernel(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, temp_ptr, V, pid, row, tile, TILE,
             SRC, TRACE, BY_COUNT, TAGGED, STAGGER, SLOTS, WAVE,
         )  # fmt: skip
-        if TAGGED and PDL:  # the row's arrivals, after the stores: when the polling merge checks (tags_jit)
-            tl.atomic_add(counter_ptr + row, 1, sem="relaxed")
 
 
 @triton.jit
