@@ -117,7 +117,7 @@ POINTS: list[tuple[str, str, str, str]] = [
     (
         "finish_jit",
         "finish clause 5 (hardware)",
-        "    d_f, z_f, e_f, unsure = clause5_hw(lb, mb, tau)\n",
+        "    d_f, z_f, e_f, unsure = clause5_hw(lb, mb, rtau)\n",
         f"@_probe({_M}, 10, tl.max(e_f.to(tl.int32, bitcast=True)))\n",
     ),
     (

@@ -15,10 +15,13 @@ widening cvt.f32.f16 of binary16 logits and selects (TILE_ALLOWED: they round no
 flush-to-zero form; the merge kernel uses only the kinds listed in MERGE_ALLOWED, no flush-to-zero form
 but libdevice's abs.ftz.f32, and a fixed recipe: clause 5 as a binary64 (or, in the hardware path of
 clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec B.6) subtraction, IEEE binary64 divisions
-(5.2, 7.1) and libdevice exps (14 fma + 1 mul each), one exact product p * 2^24 per truncating
-conversion (7.2), and at least 5 binary64 additions (the clause-6.2 tree, a butterfly: each lane adds
-its node's partner at each of the 5 levels): so no product of the rule was contracted into an fma and
-no approximate instruction (div.full / div.approx / rcp.approx / ex2.approx) appears anywhere. The
+(7.1 and clause5_hw_jit's RN64(1 / tau)), binary64 exps of 14 fma + 1 mul each (libdevice's in the
+exact fallback, clause5_hw_jit.exp64 in the hardware path, which adds its clamp max.f64, its
+integral k's cvt.rzi.s64.f64 and the product d * rtau: one each per copy), one exact product
+p * 2^24 per truncating conversion (7.2), and at least 5 binary64 additions (the clause-6.2 tree, a
+butterfly: each lane adds its node's partner at each of the 5 levels): so no product of the rule
+outside the exps was contracted into an fma and no approximate instruction (div.full / div.approx /
+rcp.approx / ex2.approx) appears anywhere. The
 remaining binary32 compares come from libdevice's binary64 exp, which tests the high word of its
 argument as a float (harmless for |z| >= 2^-149; the exhaustive sweep covers it), and from comparisons
 of z that LLVM narrows to binary32 (exact: z is a binary32 value).
@@ -40,19 +43,20 @@ from typing import Any
 # libdevice's binary64 exp contributes fma/add/mul/selp/setp.f64 and a float test of the argument's
 # high word (abs.ftz.f32, setp.*.f32); the rule itself contributes sub.f64 (or the narrowed sub.f32),
 # div.rn.f64, add.f64, the exact integer-to-binary64 conversions of ieee_jit.widen32to64, the exact
-# cvt.f64.f32 and correctly rounded cvt.rn.f32.f64 of clause5_hw_jit, selects on z and e, and the
-# truncation cvt.rzi.s32.f64 of clause 7.2.
+# cvt.f64.f32 and correctly rounded cvt.rn.f32.f64 of clause5_hw_jit, selects on z and e, the
+# truncation cvt.rzi.s32.f64 of clause 7.2, and exp64's clamp max.f64 and exact cvt.rzi.s64.f64 of an
+# integral k.
 # (plus every setp comparison of binary32 / binary64 values, which rounds nothing: audit_merge)
 MERGE_ALLOWED = {
     "sub.f64", "sub.f32", "div.rn.f64", "add.f64", "add.rn.f64", "fma.rn.f64", "mul.f64", "selp.f64",
     "selp.f32", "cvt.rn.f64.u64", "cvt.rn.f64.s64", "cvt.rn.f64.u32", "cvt.rn.f64.s32", "cvt.f64.f32",
-    "cvt.rn.f32.f64", "cvt.rzi.s32.f64", "abs.ftz.f32",
+    "cvt.rn.f32.f64", "cvt.rzi.s32.f64", "abs.ftz.f32", "max.f64", "cvt.rzi.s64.f64",
 }  # fmt: skip
 # The tile kernel compares binary32 logits, takes their NaN-propagating maximum, selects and widens
 # binary16 logits (tile_jit._tile_fast, _widen): exact, as long as no flush-to-zero form appears (a
 # subnormal would compare equal to zero, or be widened to it).
 TILE_ALLOWED = {"max.NaN.f32", "cvt.f32.f16", "selp.f32"}
-EXP_FMA = 14  # libdevice's binary64 exp: 14 fma + 1 mul
+EXP_FMA = 14  # a binary64 exp (libdevice's, clause5_hw_jit.exp64): 14 fma + 1 mul
 APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "lg2.approx", "tanh.approx")
 
 
@@ -168,8 +172,9 @@ def audit_merge(name: str, ops: Counter[str], exact_counts: bool) -> list[str]:
     """Problems with a merge kernel's float instructions: only MERGE_ALLOWED ones, no flush-to-zero form
     but libdevice's, and, when ``exact_counts``, the recipe of the module docstring. The optimizer may
     duplicate code (each branch of the pool check, each path of clause 5, layout copies), so the recipe
-    is checked per copy: the fma count is a multiple of libdevice exp's 14, every mul.f64 is an exp's
-    or the exact p * 2^24 before a truncation, and the subtraction, divisions and tree are present."""
+    is checked per copy: the fma count is a multiple of an exp's 14, every mul.f64 is an exp's, the
+    exact p * 2^24 before a truncation or a hardware path's d * rtau (one per exp64 copy, counted by
+    its k's conversion), and the subtraction, divisions and tree are present."""
     problems: list[str] = []
     # (a comparison of binary32 or binary64 values rounds nothing; which predicate LLVM picks for
     # "z < -104" or its negation differs between Triton versions: setp.lt / setp.geu / ...)
@@ -182,15 +187,16 @@ def audit_merge(name: str, ops: Counter[str], exact_counts: bool) -> list[str]:
         problems.append(f"{name}: flush-to-zero instructions {ftz}")
     if exact_counts:
         fma, mul, trunc = ops.get("fma.rn.f64", 0), ops.get("mul.f64", 0), ops.get("cvt.rzi.s32.f64", 0)
+        hw = ops.get("cvt.rzi.s64.f64", 0)
         exps = fma // EXP_FMA
         if fma == 0 or fma % EXP_FMA:
-            problems.append(f"{name}: {fma} x fma.rn.f64, not whole copies of libdevice exp's {EXP_FMA}")
-        if trunc < 1 or mul != exps + trunc:
-            problems.append(f"{name}: {mul} x mul.f64 for {exps} exp copies and {trunc} truncations")
+            problems.append(f"{name}: {fma} x fma.rn.f64, not whole copies of an exp's {EXP_FMA}")
+        if trunc < 1 or hw > exps or mul != exps + trunc + hw or ops.get("max.f64", 0) != hw:
+            problems.append(f"{name}: {mul} x mul.f64 for {exps} exps ({hw} exp64) and {trunc} truncations")
         if ops.get("sub.f64", 0) + ops.get("sub.f32", 0) < 1:
             problems.append(f"{name}: no clause-5.1 subtraction")
         if ops.get("div.rn.f64", 0) < 2:
-            problems.append(f"{name}: {ops.get('div.rn.f64', 0)} x div.rn.f64, expected >= 2 (5.2, 7.1)")
+            problems.append(f"{name}: {ops.get('div.rn.f64', 0)} x div.rn.f64, expected >= 2 (1 / tau, 7.1)")
         if ops.get("add.f64", 0) < 5:
             problems.append(f"{name}: {ops.get('add.f64', 0)} x add.f64, expected >= 5 (the tree's levels)")
     return problems

@@ -139,6 +139,7 @@ def finish_best(
     tickets_ptr,
     trace_ptr,
     tau_bits,
+    rtau,
     tab_n,
     TAB_ITERS: tl.constexpr,
     TRACE: tl.constexpr,
@@ -159,8 +160,8 @@ def finish_best(
         lb = tl.where(valid, key_bits32(best), 0)  # -0 as +0: no output bit changes (key_bits32)
     finish_core(
         row, best, lb, (fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb, k0, k1, x0, x1, x2, x3,
-        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n,
-        TAB_ITERS, TRACE, BY_COUNT, IDS26, SORTED_C,
+        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, rtau,
+        tab_n, TAB_ITERS, TRACE, BY_COUNT, IDS26, SORTED_C,
     )  # fmt: skip
 
 
@@ -183,6 +184,7 @@ def finish_row(
     ids_ptr,
     tickets_ptr,
     tau_bits,
+    rtau,
     tab_n,
     TAB_ITERS: tl.constexpr,
 ):
@@ -194,7 +196,7 @@ def finish_row(
     tb, k0, k1, x0, x1, x2, x3 = early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr)
     finish_core(
         row, best, lb, any_nan, any_pinf, any_live, tb, k0, k1, x0, x1, x2, x3, tab_z_ptr, tab_e_ptr,
-        status_ptr, token_ptr, ids_ptr, tickets_ptr, status_ptr, tau_bits, tab_n, TAB_ITERS, False,
+        status_ptr, token_ptr, ids_ptr, tickets_ptr, status_ptr, tau_bits, rtau, tab_n, TAB_ITERS, False,
         ORDER_BY_COUNT, False, True,
     )  # fmt: skip
 
@@ -222,6 +224,7 @@ def finish_core(
     tickets_ptr,
     trace_ptr,
     tau_bits,
+    rtau,
     tab_n,
     TAB_ITERS: tl.constexpr,
     TRACE: tl.constexpr,
@@ -265,7 +268,7 @@ def finish_core(
     # path vouches for (clause5_hw_jit) keeps its results; any other row (failed, greedy with trace,
     # a subnormal e or an exp near a rounding midpoint) takes the integer routines. Same bits.
     tau = (tb & 0) + tau_bits  # (tau_bits may arrive as a constexpr)
-    d_f, z_f, e_f, unsure = clause5_hw(lb, mb, tau)
+    d_f, z_f, e_f, unsure = clause5_hw(lb, mb, rtau)
     d32 = bits_of_f32(d_f)
     z32 = bits_of_f32(z_f)
     e32 = tl.where(valid, bits_of_f32(e_f), 0)

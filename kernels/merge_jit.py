@@ -20,6 +20,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.language.extra.cuda import gdc_wait  # noqa: E402
 
+from dyadic24.kernels.clause5_hw_jit import tau_reciprocal  # noqa: E402
 from dyadic24.kernels.finish_jit import draw_words, early_draw, finish_best, greedy_outputs  # noqa: E402
 from dyadic24.kernels.ieee_jit import KEY_PAD  # noqa: E402
 from dyadic24.kernels.select_jit import (  # noqa: E402
@@ -94,6 +95,7 @@ def merge_kernel(
     epoch for the next launch. The row's inputs (temperature, seed, round, position) were written
     before the tile kernel started. Candidates and flags are read through L2 (.cg)."""
     row = tl.program_id(0).to(tl.int64)
+    rtau = tau_reciprocal(tau_bits)  # (here, before the poll: its division's slow path off the chain)
     greedy_fast = False  # clause 4.1 without a trace: the argmax is all a greedy row needs
     if not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
@@ -120,8 +122,8 @@ def merge_kernel(
     _merge_row(
         logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
         tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr,
-        row, V, n_tiles, tau_bits, tab_n, greedy_fast, sa, sb, sf, ktag, ftag, d_tb, d_seed, d_rnd, d_pos,
-        TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K, BY_COUNT, TILE, TAGGED, POOL_RUN, IDS26,
+        row, V, n_tiles, tau_bits, rtau, tab_n, greedy_fast, sa, sb, sf, ktag, ftag, d_tb, d_seed, d_rnd,
+        d_pos, TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K, BY_COUNT, TILE, TAGGED, POOL_RUN, IDS26,
     )  # fmt: skip
     if TAGGED:
         tl.store(counter_ptr + row, next_epoch(word))
@@ -148,6 +150,7 @@ def _merge_row(
     V,
     n_tiles,
     tau_bits,
+    rtau,
     tab_n,
     greedy_fast,
     spec_a,
@@ -233,8 +236,8 @@ def _merge_row(
             best = _merge_threshold(cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles)
         finish_best(
             logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, tab_z_ptr, tab_e_ptr, status_ptr,
-            token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, tab_n, TAB_ITERS, TRACE, SRC, BY_COUNT,
-            IDS26, SORTED_C,
+            token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, rtau, tab_n, TAB_ITERS, TRACE, SRC,
+            BY_COUNT, IDS26, SORTED_C,
         )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ select_backend()
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from dyadic24.kernels.clause5_hw_jit import tau_reciprocal  # noqa: E402
 from dyadic24.kernels.finish_jit import finish_row, key_bits32  # noqa: E402
 from dyadic24.kernels.ieee_jit import F32_NEG_INF, F32_POS_INF, KEY_PAD, load_bits32, order_key  # noqa: E402
 from dyadic24.kernels.select_jit import top32_extract  # noqa: E402
@@ -126,6 +127,7 @@ def shard_merge_kernel(
     writes the same outputs (no broadcast of the result is needed).
     """
     row = tl.program_id(0).to(tl.int64)
+    rtau = tau_reciprocal(tau_bits)  # (first: its division's slow path off the finish's chain)
     lane = tl.arange(0, 32).to(tl.int64)
     wl = tl.arange(0, WBLOCK).to(tl.int64)
 
@@ -158,5 +160,5 @@ def shard_merge_kernel(
     lb = key_bits32(best)
     finish_row(
         row, best, lb, any_nan, any_pinf, any_live, temp_ptr, seed_ptr, round_ptr, pos_ptr,
-        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, tau_bits, tab_n, TAB_ITERS,
+        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, tau_bits, rtau, tab_n, TAB_ITERS,
     )  # fmt: skip
