@@ -44,13 +44,13 @@ from typing import Any
 # high word (abs.ftz.f32, setp.*.f32); the rule itself contributes sub.f64 (or the narrowed sub.f32),
 # div.rn.f64, add.f64, the exact integer-to-binary64 conversions of ieee_jit.widen32to64, the exact
 # cvt.f64.f32 and correctly rounded cvt.rn.f32.f64 of clause5_hw_jit, selects on z and e, the
-# truncation cvt.rzi.s32.f64 of clause 7.2, and exp64's clamp max.f64 and exact cvt.rzi.s64.f64 of an
-# integral k.
+# truncation cvt.rzi.s32.f64 of clause 7.2, and exp64's clamp max.f64 (max.f32 where LLVM narrows it:
+# z is a binary32 value) and exact cvt.rzi.s64.f64 of an integral k.
 # (plus every setp comparison of binary32 / binary64 values, which rounds nothing: audit_merge)
 MERGE_ALLOWED = {
     "sub.f64", "sub.f32", "div.rn.f64", "add.f64", "add.rn.f64", "fma.rn.f64", "mul.f64", "selp.f64",
     "selp.f32", "cvt.rn.f64.u64", "cvt.rn.f64.s64", "cvt.rn.f64.u32", "cvt.rn.f64.s32", "cvt.f64.f32",
-    "cvt.rn.f32.f64", "cvt.rzi.s32.f64", "abs.ftz.f32", "max.f64", "cvt.rzi.s64.f64",
+    "cvt.rn.f32.f64", "cvt.rzi.s32.f64", "abs.ftz.f32", "max.f64", "max.f32", "cvt.rzi.s64.f64",
 }  # fmt: skip
 # The tile kernel compares binary32 logits, takes their NaN-propagating maximum, selects and widens
 # binary16 logits (tile_jit._tile_fast, _widen): exact, as long as no flush-to-zero form appears (a
@@ -191,7 +191,9 @@ def audit_merge(name: str, ops: Counter[str], exact_counts: bool) -> list[str]:
         exps = fma // EXP_FMA
         if fma == 0 or fma % EXP_FMA:
             problems.append(f"{name}: {fma} x fma.rn.f64, not whole copies of an exp's {EXP_FMA}")
-        if trunc < 1 or hw > exps or mul != exps + trunc + hw or ops.get("max.f64", 0) != hw:
+        clamps = ops.get("max.f64", 0) + ops.get("max.f32", 0)  # (LLVM may narrow exp64's clamp of a
+        # widened binary32 z to max.f32: exact)
+        if trunc < 1 or hw > exps or mul != exps + trunc + hw or clamps != hw:
             problems.append(f"{name}: {mul} x mul.f64 for {exps} exps ({hw} exp64) and {trunc} truncations")
         if ops.get("sub.f64", 0) + ops.get("sub.f32", 0) < 1:
             problems.append(f"{name}: no clause-5.1 subtraction")
