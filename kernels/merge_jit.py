@@ -40,6 +40,7 @@ FCHUNK = tl.constexpr(64)  # flag words per step of the flags' maximum; tags app
 CHUNK = tl.constexpr(2048)  # candidate keys per step of the threshold merge (64 tiles)
 POOL = tl.constexpr(128)  # leading keys whose 32nd largest value bounds the threshold merge's 32nd value
 MCAP = tl.constexpr(64)  # the threshold merge's compaction slots (more above its bound: _merge_extract)
+MERGE_THREADS = tl.constexpr(256)  # a merge program's threads (8 warps; propose.MERGE_WARPS)
 
 
 # (while loops, not range(), over runtime bounds: the interpreter cannot take a runtime range bound
@@ -306,6 +307,8 @@ def _merge_pool_pairs(
     network's, top32_runs; the hot pairs' path still sorts)."""
     NG: tl.constexpr = MPOOL_T // 2  # pairs: tiles t and t + NG
     HOT: tl.constexpr = K_C // MPOOL_K
+    # the hot lists' rows: HOT, or more (not live) so that _tagged_lists has a lane per thread
+    HROWS: tl.constexpr = HOT if HOT * 2 * K_C >= MERGE_THREADS else MERGE_THREADS // (2 * K_C)
     best = top32_runs(q, POOL_RUN, BY_COUNT, SORTED)  # (POOL_RUN: MPOOL_K, each pair's run bitonic, or 1)
     if MPOOL_K < K_C:
         pair = _key_pair(best, TILE, NG)
@@ -320,12 +323,12 @@ def _merge_pool_pairs(
                 pair = tl.gather(pair, lane, 0)
             p = tl.arange(0, NG)
             hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
-            hot_pair = _set_lanes(hp, HOT)
+            hot_pair = _set_lanes(hp, HROWS)
             side = tl.arange(0, 2)[None, :, None]
-            t3 = hot_pair[:, None, None] + side * NG  # [HOT, 2, 1]: both tiles of each hot pair
-            live = (tl.arange(0, HOT) < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
+            t3 = hot_pair[:, None, None] + side * NG  # [HROWS, 2, 1]: both tiles of each hot pair
+            live = (tl.arange(0, HROWS) < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
             j3 = tl.arange(0, K_C)[None, None, :]
-            flat: tl.constexpr = HOT * 2 * K_C
+            flat: tl.constexpr = HROWS * 2 * K_C
             if TAGGED:  # (flat: Triton 3.6 fails to compile the reload loop over the [HOT, 2, 32] form)
                 lists, _reloads = _tagged_lists(
                     tl.reshape(cbase + t3 * K_C + j3, [flat]), tl.reshape(live & (j3 >= 0), [flat]), ktag
@@ -408,28 +411,76 @@ def _pool_loads(cbase, fbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.conste
     tl.static_assert(MPOOL_K >= 2)
     pa, la, pb, lb = _pair_slots(cbase, n_tiles, MPOOL_T, MPOOL_K)
     fo = tl.arange(0, MPOOL_T // 2 * MPOOL_K)
+    pa, la = _copies(pa, la)
+    pb, lb = _copies(pb, lb)
+    fo, fm = _copies(fo, fo < n_tiles)
     if VOLATILE:
         a = tl.load(pa, mask=la, other=0, volatile=True)
         b = tl.load(pb, mask=lb, other=0, volatile=True)
-        fl = tl.load(fbase + fo, mask=fo < n_tiles, other=0, volatile=True)
+        fl = tl.load(fbase + fo, mask=fm, other=0, volatile=True)
     else:
         a = tl.load(pa, mask=la, other=0, cache_modifier=".cg")
         b = tl.load(pb, mask=lb, other=0, cache_modifier=".cg")
-        fl = tl.load(fbase + fo, mask=fo < n_tiles, other=0, cache_modifier=".cg")
+        fl = tl.load(fbase + fo, mask=fm, other=0, cache_modifier=".cg")
     return a, b, fl
 
 
 @triton.jit
+def _copies(x, m):
+    """x and the mask m, vectors of n lanes, as [R, n] with R = MERGE_THREADS // n copies where n is
+    below MERGE_THREADS (else as they are): every polled word is loaded into a tensor with a lane for
+    every thread. Triton replicates a vector of fewer lanes than threads, each copy loaded by its own
+    thread at its own moment, and its reductions count one copy per lane: a copy loaded before the
+    tile's store landed passed the tag check unseen, and that thread's finish, which stores the
+    row's outputs too, used the previous launch's word (0.1-0.3 % of graph replays at V = 50,000,
+    2026-12-03; DESIGN.md "Tags instead of a grid barrier"). With the copies every loaded word is a
+    checked one; the merge then takes their maximum (_one_copy: all copies of a word are equal once
+    checked, as a tile program writes each word once per launch)."""
+    n: tl.constexpr = x.shape[0]
+    if n < MERGE_THREADS:
+        c = tl.arange(0, MERGE_THREADS // n)[:, None]
+        x2 = x[None, :] + c * 0
+        m2 = m[None, :] & (c >= 0)
+    else:  # (a lane per thread already: the vector as it is)
+        x2 = x
+        m2 = m
+    return x2, m2
+
+
+@triton.jit
+def _one_copy(x):
+    """The [n] vector of validated [R, n] copies (all equal: each word is written once per launch)."""
+    if len(x.shape) == 2:  # noqa: SIM108 (constexpr branch)
+        y = tl.max(x, axis=0)
+    else:
+        y = x
+    return y
+
+
+@triton.jit
+def _max_all(x):
+    """The maximum over every lane of a vector or its [R, n] copies."""
+    if len(x.shape) == 2:  # noqa: SIM108 (constexpr branch)
+        y = tl.max(tl.max(x, axis=1))
+    else:
+        y = tl.max(x)
+    return y
+
+
+@triton.jit
 def pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
-    """The paired pool (as _pool_pair_max) from tagged words, the maximum flag word and 1 if any word
-    was stale. Flag words carry ftag (T << 23) above their three flag bits: untagged, a word written
-    with T is below 2^23 and one written otherwise (another tag, none, zero fill) is not (and below
-    2^31). One reduction: a lane with a stale key adds 2^30, so the maximum is the maximum flag word
-    exactly when it is below 2^23, and it is at least 2^23 when any word is stale."""
+    """The paired pool (as _pool_pair_max, in _copies) from tagged words (_pool_loads), the maximum flag
+    word and 1 if any word was stale. Flag words carry ftag (T << 23) above their three flag bits:
+    untagged, a word written with T is below 2^23 and one written otherwise (another tag, none, zero fill)
+    is not (and below 2^31). One reduction: a lane with a stale key adds 2^30, so the maximum is the
+    maximum flag word exactly when it is below 2^23, and it is at least 2^23 when any word is stale."""
     f, _t, _j, la, lb = _pair_lanes(n_tiles, MPOOL_T, MPOOL_K)
+    _f, fm = _copies(f, f < n_tiles)
+    _f, la = _copies(f, la)
+    _f, lb = _copies(f, lb)
     ka, sa = untag_keys(a, la, ktag)
     kb, sb = untag_keys(b, lb, ktag)
-    fmax = tl.max(tl.where(f < n_tiles, fl ^ ftag, 0) | ((sa | sb) << 30))
+    fmax = _max_all(tl.where(fm, fl ^ ftag, 0) | ((sa | sb) << 30))
     return tl.maximum(ka, kb), fmax, (fmax >= FLAG_TAG_LIMIT).to(tl.int32)
 
 
@@ -448,13 +499,15 @@ def _pool_validated(
         reloads += 1
         if SPIN_LIMIT:
             stale = tl.where(reloads < SPIN_LIMIT, stale, 0)
-    return q, fmax, reloads
+    return _one_copy(q), fmax, reloads
 
 
 @triton.jit
 def _tagged_lists(ptrs, live, ktag):
     """The keys at ``ptrs`` (KEY_PAD where not ``live``), untagged, reloaded until all carry this
-    launch's tag (as _pool_validated), and the number of reloads."""
+    launch's tag (as _pool_validated), and the number of reloads. A lane per thread at least, so that
+    no lane is loaded by two threads (_copies)."""
+    tl.static_assert(ptrs.shape[0] >= MERGE_THREADS)
     x = tl.load(ptrs, mask=live, other=0, cache_modifier=".cg")
     k, stale = untag_keys(x, live, ktag)
     bad = tl.max(stale)

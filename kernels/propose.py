@@ -49,7 +49,7 @@ GRID_Y = 65535  # CUDA's largest grid extent along y: the tile grid's rows per z
 SM_REGISTERS = 65536  # 32-bit registers per SM (sm_80 / sm_90): the programs an SM holds at a cap
 MAX_TILE = 16384  # the largest tile: its counts share packed fields below 2^15 (select_jit.count_pair)
 # benchmarks/DESIGN.md "Merge":
-MERGE_WARPS = 8  # warps of the merge program
+MERGE_WARPS = int(merge_jit.MERGE_THREADS.value) // 32  # warps of the merge program
 MERGE_POOL = 512  # keys of the merge's pool, every tile's leading ones (merge_jit)
 MERGE_POOL_MIN_K = 4  # fewer pooled keys per tile than this (more than 128 tiles): the threshold merge
 MERGE_RUN_PROGRAMS = 512  # tile programs up to which the pool's top 32 sorts its bitonic runs by merges
