@@ -51,7 +51,7 @@ report)
         timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 python -m dyadic24.kernels.sanitizer_call \
             >"$o/$tool.log" 2>&1 &
     done
-    timeout 150 python -m dyadic24.kernels.gpu_check --out "$o/g" --only smoke,graph,custom_op,exp_sweep \
+    timeout 150 python -m dyadic24.kernels.gpu_check --out "$o/g" --only smoke,graph,custom_op,exp_sweep --replays 5000 \
         >"$o/gpu_check.log" 2>&1 &
     wait
     echo "report: done"
