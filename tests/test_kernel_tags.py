@@ -26,7 +26,14 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from dyadic24.kernels import tags_jit  # noqa: E402
-from dyadic24.kernels.merge_jit import _pool_validated, _tagged_lists, pool_untag  # noqa: E402
+from dyadic24.kernels.merge_jit import (  # noqa: E402
+    MERGE_THREADS,
+    _copies,
+    _one_copy,
+    _pool_validated,
+    _tagged_lists,
+    pool_untag,
+)
 from dyadic24.kernels.propose import kernel_device  # noqa: E402
 from dyadic24.kernels.tags_jit import next_epoch, row_tags, untag_keys  # noqa: E402
 
@@ -59,9 +66,10 @@ def _pool_untag_kernel(a_ptr, b_ptr, fl_ptr, out_ptr, n_tiles, ktag, ftag, MPOOL
                        MPOOL_K: tl.constexpr):  # fmt: skip
     L: tl.constexpr = MPOOL_T // 2 * MPOOL_K
     o = tl.arange(0, L)
-    a, b, fl = tl.load(a_ptr + o), tl.load(b_ptr + o), tl.load(fl_ptr + o)
+    oc, _m = _copies(o, o >= 0)  # (the words as the merge loads them: _pool_loads)
+    a, b, fl = tl.load(a_ptr + oc), tl.load(b_ptr + oc), tl.load(fl_ptr + oc)
     q, fmax, stale = pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
-    tl.store(out_ptr + o, q)
+    tl.store(out_ptr + o, _one_copy(q))
     tl.store(out_ptr + L, fmax.to(tl.int64))
     tl.store(out_ptr + L + 1, stale.to(tl.int64))
 
@@ -71,9 +79,10 @@ def _validated_kernel(cand_ptr, flags_ptr, a_ptr, b_ptr, fl_ptr, out_ptr, n_tile
                       MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):  # fmt: skip
     L: tl.constexpr = MPOOL_T // 2 * MPOOL_K
     o = tl.arange(0, L)
+    oc, _m = _copies(o, o >= 0)
     q, fmax, reloads = _pool_validated(
-        cand_ptr, flags_ptr, n_tiles, tl.load(a_ptr + o), tl.load(b_ptr + o), tl.load(fl_ptr + o), ktag, ftag,
-        MPOOL_T, MPOOL_K,
+        cand_ptr, flags_ptr, n_tiles, tl.load(a_ptr + oc), tl.load(b_ptr + oc), tl.load(fl_ptr + oc), ktag,
+        ftag, MPOOL_T, MPOOL_K,
     )  # fmt: skip
     tl.store(out_ptr + o, q)
     tl.store(out_ptr + L, fmax.to(tl.int64))
@@ -262,7 +271,7 @@ def test_hot_lists_reload_until_every_word_carries_the_tag() -> None:
     ignored."""
     if not interpreting():
         pytest.skip("the give-up exists under the interpreter only (SPIN_LIMIT)")
-    epoch, n = 40, 64
+    epoch, n = 40, int(MERGE_THREADS.value)  # (the hot lists have a lane per merge thread at least)
     rng = np.random.default_rng(2)
     keys = [_key(int(v), int(t)) for v, t in zip(rng.integers(-(1 << 31), 1 << 31, n),
                                                    rng.integers(0, 1 << 24, n), strict=True)]  # fmt: skip
@@ -280,3 +289,22 @@ def test_hot_lists_reload_until_every_word_carries_the_tag() -> None:
     got = out.cpu().numpy()
     assert got[n] == int(tags_jit.SPIN_LIMIT.value) and got[5] != keys[5]
     assert [g for i, g in enumerate(got[:n].tolist()) if i != 5] == [w for i, w in enumerate(want) if i != 5]
+
+
+@triton.jit
+def _copies_kernel(out_ptr, P: tl.constexpr, N: tl.constexpr):
+    xc, m = _copies(tl.arange(0, P), tl.arange(0, P) >= 0)
+    tl.store(out_ptr + tl.arange(0, N), tl.reshape(tl.where(m, xc, -1), [N]))
+
+
+@pytest.mark.parametrize("lanes", [16, 64, 128, 256, 512])
+def test_polled_words_have_a_lane_per_merge_thread(lanes: int) -> None:
+    """_copies (merge_jit): a polled vector of fewer lanes than the merge program's threads becomes
+    MERGE_THREADS / lanes copies of every lane, so that no word is loaded by a thread whose copy the
+    tag check does not count; a vector of a lane per thread or more stays as it is."""
+    threads = int(MERGE_THREADS.value)
+    n = max(lanes, threads)
+    out = torch.full((n,), -2, dtype=torch.int64, device=DEVICE)
+    _copies_kernel[(1,)](out, P=lanes, N=n)
+    got = np.sort(out.cpu().numpy())
+    assert (got == np.sort(np.tile(np.arange(lanes), n // lanes))).all()
