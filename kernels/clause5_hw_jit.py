@@ -6,7 +6,7 @@ every widening and rounding with int64 operations (~800 dependent instructions p
 This path uses the conversions instead, which are exact or correctly rounded, and no branch: on the
 GPU its chain then overlaps the slot order's sort (finish_jit.finish_core) instead of following it
 (a libdevice exp or a binary64 division each end ptxas's scheduling region with their slow paths;
-benchmarks/DESIGN.md "The finish's clause 5 without branches"):
+benchmarks/DESIGN.md "Finish", "Clause 5 on the binary64 unit"):
 
 - binary32 -> binary64: ``cvt.f64.f32`` (exact; the PTX Triton emits carries no ``.ftz``, so
   subnormal inputs are widened, not flushed); numpy's astype alike under the interpreter.

@@ -329,7 +329,7 @@ def _merge_pool_pairs(
             live = (tl.arange(0, HROWS) < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
             j3 = tl.arange(0, K_C)[None, None, :]
             flat: tl.constexpr = HROWS * 2 * K_C
-            if TAGGED:  # (flat: Triton 3.6 fails to compile the reload loop over the [HOT, 2, 32] form)
+            if TAGGED:  # (flat: Triton 3.6 fails to compile the reload loop over the [HROWS, 2, 32] form)
                 lists, _reloads = _tagged_lists(
                     tl.reshape(cbase + t3 * K_C + j3, [flat]), tl.reshape(live & (j3 >= 0), [flat]), ktag
                 )
