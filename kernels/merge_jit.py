@@ -307,8 +307,6 @@ def _merge_pool_pairs(
     network's, top32_runs; the hot pairs' path still sorts)."""
     NG: tl.constexpr = MPOOL_T // 2  # pairs: tiles t and t + NG
     HOT: tl.constexpr = K_C // MPOOL_K
-    # the hot lists' rows: HOT, or more (not live) so that _tagged_lists has a lane per thread
-    HROWS: tl.constexpr = HOT if HOT * 2 * K_C >= MERGE_THREADS else MERGE_THREADS // (2 * K_C)
     best = top32_runs(q, POOL_RUN, BY_COUNT, SORTED)  # (POOL_RUN: MPOOL_K, each pair's run bitonic, or 1)
     if MPOOL_K < K_C:
         pair = _key_pair(best, TILE, NG)
@@ -323,13 +321,13 @@ def _merge_pool_pairs(
                 pair = tl.gather(pair, lane, 0)
             p = tl.arange(0, NG)
             hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
-            hot_pair = _set_lanes(hp, HROWS)
+            hot_pair = _set_lanes(hp, HOT)
             side = tl.arange(0, 2)[None, :, None]
-            t3 = hot_pair[:, None, None] + side * NG  # [HROWS, 2, 1]: both tiles of each hot pair
-            live = (tl.arange(0, HROWS) < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
+            t3 = hot_pair[:, None, None] + side * NG  # [HOT, 2, 1]: both tiles of each hot pair
+            live = (tl.arange(0, HOT) < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
             j3 = tl.arange(0, K_C)[None, None, :]
-            flat: tl.constexpr = HROWS * 2 * K_C
-            if TAGGED:  # (flat: Triton 3.6 fails to compile the reload loop over the [HROWS, 2, 32] form)
+            flat: tl.constexpr = HOT * 2 * K_C
+            if TAGGED:  # (flat: Triton 3.6 fails to compile the reload loop over the [HOT, 2, 32] form)
                 lists, _reloads = _tagged_lists(
                     tl.reshape(cbase + t3 * K_C + j3, [flat]), tl.reshape(live & (j3 >= 0), [flat]), ktag
                 )
@@ -505,20 +503,24 @@ def _pool_validated(
 @triton.jit
 def _tagged_lists(ptrs, live, ktag):
     """The keys at ``ptrs`` (KEY_PAD where not ``live``), untagged, reloaded until all carry this
-    launch's tag (as _pool_validated), and the number of reloads. A lane per thread at least, so that
-    no lane is loaded by two threads (_copies)."""
-    tl.static_assert(ptrs.shape[0] >= MERGE_THREADS)
-    x = tl.load(ptrs, mask=live, other=0, cache_modifier=".cg")
-    k, stale = untag_keys(x, live, ktag)
-    bad = tl.max(stale)
+    launch's tag (as _pool_validated), and the number of reloads. The check runs on _copies (every
+    loaded word counted); the keys for use come from one more load after it, when every word carries
+    the tag and no store to it is left in this launch. (Padding the lists to a lane per thread
+    instead cost the common path 1.0-1.3 us: triton 3.6 then laid C's final gather out in three
+    exchanges between warps, not one; DESIGN.md "Why the unmet targets are out of reach".)"""
+    p2, l2 = _copies(ptrs, live)
+    x = tl.load(p2, mask=l2, other=0, cache_modifier=".cg")
+    _k, stale = untag_keys(x, l2, ktag)
+    bad = _max_all(stale)
     reloads = bad * 0
     while bad != 0:
-        x = tl.load(ptrs, mask=live, other=0, volatile=True)
-        k, stale = untag_keys(x, live, ktag)
-        bad = tl.max(stale)
+        x = tl.load(p2, mask=l2, other=0, volatile=True)
+        _k, stale = untag_keys(x, l2, ktag)
+        bad = _max_all(stale)
         reloads += 1
         if SPIN_LIMIT:
             bad = tl.where(reloads < SPIN_LIMIT, bad, 0)
+    k, _stale = untag_keys(tl.load(ptrs, mask=live, other=0, volatile=True), live, ktag)
     return k, reloads
 
 
