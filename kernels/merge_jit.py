@@ -229,8 +229,9 @@ def _merge_row(
         )
         if MPOOL_T > 1:
             best = _merge_pool_pairs(
-                cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, POOL_RUN, SORTED_C
-            )
+                cbase, mscratch_ptr + row * (MCAP + K_C), pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K,
+                BY_COUNT, TAGGED, POOL_RUN, SORTED_C,
+            )  # fmt: skip
         elif MPOOL_T == 1:
             best = one
         else:
@@ -278,6 +279,7 @@ def _pool_pair_max(cbase, n_tiles, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr)
 @triton.jit
 def _merge_pool_pairs(
     cbase,
+    sbase,
     q,
     n_tiles,
     ktag,
@@ -289,7 +291,8 @@ def _merge_pool_pairs(
     POOL_RUN: tl.constexpr,
     SORTED: tl.constexpr,
 ):
-    """C from the halved pool ``q`` (_pool_pair_max; clause 3.2).
+    """C from the halved pool ``q`` (_pool_pair_max; clause 3.2); sbase: the row's merge scratch, for
+    the hot pairs' path (_hot_pairs).
 
     best = the top 32 of q, c = its 32nd key; a pair is hot when its MPOOL_K kept keys are all in best
     (all >= c). Without a hot pair, C = best. Proof, for a key x of C in tile t of pair p, at position
@@ -306,37 +309,62 @@ def _merge_pool_pairs(
     likely tokens share an ID range do. SORTED: C in clause-3.1 order; else in any lane order (the
     network's, top32_runs; the hot pairs' path still sorts)."""
     NG: tl.constexpr = MPOOL_T // 2  # pairs: tiles t and t + NG
-    HOT: tl.constexpr = K_C // MPOOL_K
     best = top32_runs(q, POOL_RUN, BY_COUNT, SORTED)  # (POOL_RUN: MPOOL_K, each pair's run bitonic, or 1)
     if MPOOL_K < K_C:
         pair = _key_pair(best, TILE, NG)
         if _any_full(pair, NG, MPOOL_K) != 0:  # (the common path's test; the lanes only when needed)
-            full = _full_groups(pair, NG, MPOOL_K)
-            if POOL_RUN > 1 and not BY_COUNT and NG * MPOOL_K > K_C:
-                # own copies for the [pairs, 32] broadcast below: from these triton 3.6 would
-                # otherwise emit C's final gather (top32_runs) a second time, in the broadcast's
-                # layout, on the common path (DESIGN.md "Merge")
-                lane = tl.arange(0, K_C)
-                full = tl.gather(full, lane, 0)
-                pair = tl.gather(pair, lane, 0)
-            p = tl.arange(0, NG)
-            hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
-            hot_pair = _set_lanes(hp, HOT)
-            side = tl.arange(0, 2)[None, :, None]
-            t3 = hot_pair[:, None, None] + side * NG  # [HOT, 2, 1]: both tiles of each hot pair
-            live = (tl.arange(0, HOT) < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
-            j3 = tl.arange(0, K_C)[None, None, :]
-            flat: tl.constexpr = HOT * 2 * K_C
-            if TAGGED:  # (flat: Triton 3.6 fails to compile the reload loop over the [HOT, 2, 32] form)
-                lists, _reloads = _tagged_lists(
-                    tl.reshape(cbase + t3 * K_C + j3, [flat]), tl.reshape(live & (j3 >= 0), [flat]), ktag
-                )
-            else:
-                lists = tl.load(cbase + t3 * K_C + j3, mask=live, other=KEY_PAD, cache_modifier=".cg")
-            lists_top = top32(tl.reshape(lists, [flat]), BY_COUNT)
-            rest = tl.where(full != 0, KEY_PAD, best)
-            best = top32(tl.reshape(tl.join(rest, lists_top), [2 * K_C]), BY_COUNT)
+            # the hot pairs' path is a call (a noinline function takes scalars only: best goes
+            # through the row's merge scratch), so that the common path's code is one run with no
+            # inline rare block in it (DESIGN.md "Merge": that block's form moved B <= 16 by 1.3 us)
+            lane = tl.arange(0, K_C)
+            tl.store(sbase + lane, best)
+            tl.debug_barrier()
+            _hot_pairs(sbase, cbase, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED)
+            tl.debug_barrier()
+            best = tl.load(sbase + lane, cache_modifier=".cg")
     return best
+
+
+@triton.jit(noinline=True)
+def _hot_pairs(
+    sbase,
+    cbase,
+    n_tiles,
+    ktag,
+    TILE: tl.constexpr,
+    MPOOL_T: tl.constexpr,
+    MPOOL_K: tl.constexpr,
+    BY_COUNT: tl.constexpr,
+    TAGGED: tl.constexpr,
+):
+    """C of a row with hot pairs (_merge_pool_pairs, which proves it), out of line: best, the pool's
+    top 32, in and out through sbase (K_C keys of the row's merge scratch)."""
+    NG: tl.constexpr = MPOOL_T // 2
+    HOT: tl.constexpr = K_C // MPOOL_K
+    # the hot lists' rows: HOT, or more (not live) so that _tagged_lists has a lane per thread
+    HROWS: tl.constexpr = HOT if HOT * 2 * K_C >= MERGE_THREADS else MERGE_THREADS // (2 * K_C)
+    best = tl.load(sbase + tl.arange(0, K_C), cache_modifier=".cg")
+    pair = _key_pair(best, TILE, NG)
+    full = _full_groups(pair, NG, MPOOL_K)
+    p = tl.arange(0, NG)
+    hp = tl.max((full[None, :] != 0) & (pair[None, :] == p[:, None]), axis=1).to(tl.int32)
+    hot_pair = _set_lanes(hp, HROWS)
+    side = tl.arange(0, 2)[None, :, None]
+    t3 = hot_pair[:, None, None] + side * NG  # [HROWS, 2, 1]: both tiles of each hot pair
+    live = (tl.arange(0, HROWS) < tl.sum(hp))[:, None, None] & (t3 < n_tiles)
+    j3 = tl.arange(0, K_C)[None, None, :]
+    flat: tl.constexpr = HROWS * 2 * K_C
+    if TAGGED:  # (flat: Triton 3.6 fails to compile the reload loop over the [HROWS, 2, 32] form)
+        lists, _reloads = _tagged_lists(
+            tl.reshape(cbase + t3 * K_C + j3, [flat]), tl.reshape(live & (j3 >= 0), [flat]), ktag
+        )
+    else:
+        lists = tl.load(cbase + t3 * K_C + j3, mask=live, other=KEY_PAD, cache_modifier=".cg")
+    lists_top = top32(tl.reshape(lists, [flat]), BY_COUNT)
+    rest = tl.where(full != 0, KEY_PAD, best)
+    best = top32(tl.reshape(tl.join(rest, lists_top), [2 * K_C]), BY_COUNT)
+    tl.debug_barrier()  # (every thread has read best before any overwrites it)
+    tl.store(sbase + tl.arange(0, K_C), best)
 
 
 @triton.jit
@@ -503,24 +531,20 @@ def _pool_validated(
 @triton.jit
 def _tagged_lists(ptrs, live, ktag):
     """The keys at ``ptrs`` (KEY_PAD where not ``live``), untagged, reloaded until all carry this
-    launch's tag (as _pool_validated), and the number of reloads. The check runs on _copies (every
-    loaded word counted); the keys for use come from one more load after it, when every word carries
-    the tag and no store to it is left in this launch. (Padding the lists to a lane per thread
-    instead cost the common path 1.0-1.3 us: triton 3.6 then laid C's final gather out in three
-    exchanges between warps, not one; DESIGN.md "Why the unmet targets are out of reach".)"""
-    p2, l2 = _copies(ptrs, live)
-    x = tl.load(p2, mask=l2, other=0, cache_modifier=".cg")
-    _k, stale = untag_keys(x, l2, ktag)
-    bad = _max_all(stale)
+    launch's tag (as _pool_validated), and the number of reloads. A lane per thread at least, so that
+    no lane is loaded by two threads (_copies)."""
+    tl.static_assert(ptrs.shape[0] >= MERGE_THREADS)
+    x = tl.load(ptrs, mask=live, other=0, cache_modifier=".cg")
+    k, stale = untag_keys(x, live, ktag)
+    bad = tl.max(stale)
     reloads = bad * 0
     while bad != 0:
-        x = tl.load(p2, mask=l2, other=0, volatile=True)
-        _k, stale = untag_keys(x, l2, ktag)
-        bad = _max_all(stale)
+        x = tl.load(ptrs, mask=live, other=0, volatile=True)
+        k, stale = untag_keys(x, live, ktag)
+        bad = tl.max(stale)
         reloads += 1
         if SPIN_LIMIT:
             bad = tl.where(reloads < SPIN_LIMIT, bad, 0)
-    k, _stale = untag_keys(tl.load(ptrs, mask=live, other=0, volatile=True), live, ktag)
     return k, reloads
 
 

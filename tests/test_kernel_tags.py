@@ -264,15 +264,14 @@ def test_polling_loop_reloads_and_gives_up() -> None:
     assert got[-1] == int(tags_jit.SPIN_LIMIT.value) and got[-2] >= 1 << 23
 
 
-@pytest.mark.parametrize("n", [128, 256])
-def test_hot_lists_reload_until_every_word_carries_the_tag(n: int) -> None:
-    """_tagged_lists (the hot pairs' whole lists: 2 * 32 * HOT lanes, 128 or 256, checked in
-    _copies): fresh words untag at the first look; a live stale word (here written with the previous
-    epoch's tag) makes it reload, and under the interpreter give up after SPIN_LIMIT reloads with that
-    word still wrong; a stale word in a lane that is not live is ignored."""
+def test_hot_lists_reload_until_every_word_carries_the_tag() -> None:
+    """_tagged_lists (the hot pairs' whole lists): fresh words untag at the first look; a live stale
+    word (here written with the previous epoch's tag) makes it reload, and under the interpreter give
+    up after SPIN_LIMIT reloads with that word still wrong; a stale word in a lane that is not live is
+    ignored."""
     if not interpreting():
         pytest.skip("the give-up exists under the interpreter only (SPIN_LIMIT)")
-    epoch = 40
+    epoch, n = 40, int(MERGE_THREADS.value)  # (the hot lists have a lane per merge thread at least)
     rng = np.random.default_rng(2)
     keys = [_key(int(v), int(t)) for v, t in zip(rng.integers(-(1 << 31), 1 << 31, n),
                                                    rng.integers(0, 1 << 24, n), strict=True)]  # fmt: skip
