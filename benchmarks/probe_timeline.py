@@ -97,9 +97,7 @@ POINTS: list[tuple[str, str, str, str]] = [
     (
         "merge_jit",
         "merge pool top-32 + pair check",
-        "                cbase, pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K, BY_COUNT, TAGGED, POOL_RUN, "
-        "SORTED_C\n"
-        "            )\n",
+        "                BY_COUNT, TAGGED, POOL_RUN, SORTED_C,\n            )  # fmt: skip\n",
         f"@_probe({_M}, 7, tl.max(best))\n",
     ),
     (
