@@ -258,7 +258,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
             "counter_ptr": "*i32", "temp_ptr": "*i32", "V": "i32", "n_tiles": "i32", "n_rows": "i32",
         }  # fmt: skip
         consts, launch = split(
-            kp.tile_options(plan, src=src, trace=trace, pdl=True, stagger=stagger, slots=SMS)
+            kp.tile_options(plan, src=src, trace=trace, pdl=True, wait=True, stagger=stagger, slots=SMS)
         )
         out.append(("tile_kernel", f"tile/src{src}{suffix}", sig, consts, launch))
     for src, suffix, (batch, vocab), trace in merges:

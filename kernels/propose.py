@@ -382,8 +382,8 @@ def launch(
         slots = _slots(bits.device) if stagger else 1
         tile_jit.tile_kernel[tile_grid(plan)](
             bits, ws.cand, ws.flags, ws.scratch, ws.counter, common[0], plan.vocab, plan.n_tiles, plan.batch,
-            **tile_options(plan, src=src, trace=trace, pdl=pdl and "merge" in stages, stagger=stagger,
-                           slots=slots),
+            **tile_options(plan, src=src, trace=trace, pdl=pdl and "merge" in stages, wait=pdl,
+                           stagger=stagger, slots=slots),
         )  # fmt: skip
     if "merge" in stages:
         merge_jit.merge_kernel[(plan.batch,)](
@@ -399,13 +399,17 @@ def tile_grid(plan: Plan) -> tuple[int, int, int]:
     return plan.n_tiles, y, -(-plan.batch // y)
 
 
-def tile_options(plan: Plan, *, src: int, trace: bool, pdl: bool, stagger: int, slots: int) -> dict[str, Any]:
-    """The tile kernel's compile-time arguments and launch options for ``plan`` (launch, aot_check)."""
+def tile_options(
+    plan: Plan, *, src: int, trace: bool, pdl: bool, wait: bool, stagger: int, slots: int
+) -> dict[str, Any]:
+    """The tile kernel's compile-time arguments and launch options for ``plan`` (launch, aot_check).
+    ``pdl``: the merge is its programmatic dependent; ``wait``: it is one itself (launch_pdl)."""
     return {
         "TILE": plan.tile, "SRC": src, "TRACE": trace, "BY_COUNT": plan.by_count, "TAGGED": plan.tags,
-        "PDL": pdl, "STAGGER": stagger, "SLOTS": slots if stagger else 1,
+        "PDL": pdl, "WAIT": wait, "STAGGER": stagger, "SLOTS": slots if stagger else 1,
         "WAVE": stagger_slots(plan, slots) if stagger else STAGGER_WAVE, "num_warps": TILE_WARPS,
         **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
+        **({"launch_pdl": True} if wait else {}),
     }  # fmt: skip
 
 

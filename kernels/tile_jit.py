@@ -26,7 +26,7 @@ select_backend()
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-from triton.language.extra.cuda import gdc_launch_dependents  # noqa: E402
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # noqa: E402
 
 from dyadic24.kernels.ieee_jit import F32_POS_INF, KEY_PAD, SRC_F16, SRC_F32  # noqa: E402
 from dyadic24.kernels.select_jit import (  # noqa: E402
@@ -79,6 +79,7 @@ def tile_kernel(
     BY_COUNT: tl.constexpr,
     TAGGED: tl.constexpr,
     PDL: tl.constexpr,
+    WAIT: tl.constexpr,
     STAGGER: tl.constexpr,
     SLOTS: tl.constexpr,
     WAVE: tl.constexpr,
@@ -92,14 +93,20 @@ def tile_kernel(
     key, in lane 0.
 
     TAGGED: every stored word carries the row's tag (tags_jit). PDL: the merge, a programmatic
-    dependent launch, may be scheduled at once. STAGGER (ns, GPU only; timing, no output depends on
-    it): SM slot g = pid // SLOTS of the first WAVE slots starts g * STAGGER ns late, so that the
-    slots' loads reach the memory in turn (DESIGN.md "Stagger")."""
+    dependent launch, may be scheduled at once. WAIT: this kernel is itself a programmatic dependent
+    launch of the stream's previous kernel and waits for that grid's end before anything else.
+    STAGGER (ns, GPU only; timing, no output depends on it): SM slot g = pid // SLOTS of the first
+    WAVE slots starts g * STAGGER ns late, so that the slots' loads reach the memory in turn
+    (DESIGN.md "Stagger")."""
     # (row and tile from the grid's axes, not pid // n_tiles: that division, ~30 dependent instructions
     # with a MUFU.RCP, delayed every program's first load; DESIGN.md "Two launches and the polling merge")
     tile = tl.program_id(0).to(tl.int64)
     row = tl.program_id(1).to(tl.int64) + tl.program_id(2).to(tl.int64) * tl.num_programs(1)
     pid = row * n_tiles + tile  # (the program's place in launch order: x fastest)
+    if WAIT:
+        # before any read and before the merge may start: only the launch overlaps the previous
+        # kernel (DESIGN.md "Two launches and the polling merge")
+        gdc_wait()
     if PDL:
         gdc_launch_dependents()
     if row < n_rows:

@@ -119,13 +119,15 @@ def test_tags_where_they_apply(batch: int, vocab: int, tile: int | None, tags: b
 
 def test_launch_options_follow_the_plan() -> None:
     """What launch and aot_check compile: the tile kernel's 4 warps and register cap, the merge's 8
-    warps, pool, tags and programmatic dependent launch."""
+    warps, pool, tags and programmatic dependent launches (the tile kernel's on its predecessor)."""
     plan = replace(kp.Plan.for_shape(16, 163_840), by_count=False, pdl=True, poll=True)
-    tile = kp.tile_options(plan, src=0, trace=False, pdl=True, stagger=902, slots=132)
+    tile = kp.tile_options(plan, src=0, trace=False, pdl=True, wait=True, stagger=902, slots=132)
     assert tile == {"TILE": 8192, "SRC": 0, "TRACE": False, "BY_COUNT": False, "TAGGED": True, "PDL": True,
-                    "STAGGER": 902, "SLOTS": 132, "WAVE": 2, "num_warps": 4, "maxnreg": 128}  # fmt: skip
-    unstaggered = kp.tile_options(plan, src=1, trace=True, pdl=False, stagger=0, slots=132)
+                    "WAIT": True, "STAGGER": 902, "SLOTS": 132, "WAVE": 2, "num_warps": 4, "maxnreg": 128,
+                    "launch_pdl": True}  # fmt: skip
+    unstaggered = kp.tile_options(plan, src=1, trace=True, pdl=False, wait=False, stagger=0, slots=132)
     assert (unstaggered["SLOTS"], unstaggered["WAVE"], unstaggered["PDL"]) == (1, kp.STAGGER_WAVE, False)
+    assert (unstaggered["WAIT"], "launch_pdl" in unstaggered) == (False, False)
     merge = kp.merge_options(plan, src=2, trace=True, tab_iterations=6, pdl=True)
     assert merge == {"TAB_ITERS": 6, "TRACE": True, "SRC": 2, "MPOOL_T": 32, "MPOOL_K": 16,
                      "BY_COUNT": False, "TILE": 8192, "PDL": True, "TAGGED": True, "POOL_RUN": 16,
@@ -205,7 +207,7 @@ def test_stagger_covers_the_half_full_slots(batch: int, slots: int) -> None:
     plan = kp.Plan.for_shape(batch, 163_840)
     assert kp.stagger_slots(plan, 132) == slots
     assert kp.stagger_slots(replace(plan, stagger_wave=3), 132) == min(3, slots)
-    wave = kp.tile_options(plan, src=0, trace=False, pdl=True, stagger=902, slots=132)["WAVE"]
+    wave = kp.tile_options(plan, src=0, trace=False, pdl=True, wait=True, stagger=902, slots=132)["WAVE"]
     assert wave == slots
 
 
