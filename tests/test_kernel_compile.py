@@ -94,3 +94,71 @@ def test_tile_float_audit_admits_exact_comparisons_only() -> None:
     bads = ("max.ftz.NaN.f32", "setp.lt.ftz.f32", "cvt.ftz.f32.f16", "max.f32", "add.f32", "setp.lt.f64")
     for bad in bads:
         assert audit_tile("t", float_ops(f"\t{bad} \t%f3, %f1, %f2;\n")), bad
+
+
+# The dependent launches' order in the compiled code (a child process, as above): the tile kernel's
+# griddepcontrol.wait (SASS ACQBULK) before any memory access and before its launch_dependents
+# (PREEXIT), and no launch_dependents in the merge (DESIGN.md "Two launches and the polling merge").
+_DEPENDENCY_SCRIPT = r"""
+import json, re
+from dyadic24.kernels import aot_check, merge_jit, tile_jit
+kernels = {"tile_kernel": tile_jit.tile_kernel, "merge_kernel": merge_jit.merge_kernel}
+out = {}
+for kernel, name, sig, consts, launch in aot_check._variants(False):
+    if name in ("tile/src0", "merge/src0"):
+        c = aot_check.compile_variant(kernels[kernel], sig, consts, launch)
+        sass = aot_check.cubin_tool(c, "cuobjdump", "-sass")
+        op = r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)"
+        ops = None if sass is None else re.findall(op, sass)
+        ptx = re.findall(r"^\s*(griddepcontrol\.\w+)", c.asm["ptx"], re.MULTILINE)
+        out[name] = {"ptx": ptx, "sass": ops, "launch": launch}
+print(json.dumps(out))
+"""
+MEMORY_OPS = ("LDG", "STG", "LD.", "ST.", "ATOMG", "ATOM.", "RED.")  # (global and generic accesses)
+
+
+def first_wait_problems(name: str, ptx: list[str], sass: list[str] | None) -> list[str]:
+    """What breaks "the tile kernel waits first": in the PTX one griddepcontrol.wait, before its
+    launch_dependents; in the SASS (when cuobjdump exists) an ACQBULK before every global or local
+    memory access and before PREEXIT."""
+    problems = []
+    if ptx != ["griddepcontrol.wait", "griddepcontrol.launch_dependents"]:
+        problems.append(f"{name}: PTX grid dependency instructions {ptx}")
+    if sass is not None:
+        wait = sass.index("ACQBULK") if "ACQBULK" in sass else len(sass)
+        early = [op for op in sass[:wait] if op.startswith(MEMORY_OPS) or op == "PREEXIT"]
+        if wait == len(sass) or early:
+            problems.append(f"{name}: before the SASS wait {early or 'no ACQBULK'}")
+    return problems
+
+
+@pytest.mark.skipif(not _has_nvidia_backend(), reason="triton without the NVIDIA backend / ptxas")
+def test_tile_kernel_waits_for_its_predecessor_before_any_read(tmp_path: Path) -> None:
+    """The tile kernel reads nothing before the previous kernel's end (its logits may come from that
+    kernel) and lets the merge start only after it; the merge triggers nothing early."""
+    env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_CACHE_DIR": str(tmp_path / "cache")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", _DEPENDENCY_SCRIPT], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    tile, merge = out["tile/src0"], out["merge/src0"]
+    assert tile["launch"].get("launch_pdl") and merge["launch"].get("launch_pdl")
+    assert first_wait_problems("tile/src0", tile["ptx"], tile["sass"]) == []
+    assert "griddepcontrol.launch_dependents" not in merge["ptx"]
+    if merge["sass"] is not None:
+        assert "PREEXIT" not in merge["sass"]
+
+
+def test_first_wait_audit_finds_reads_before_the_wait() -> None:
+    """The audit above fails a load, a store or the trigger ahead of the wait, a missing wait and a
+    trigger before the wait in the PTX."""
+    good = ["LDC", "S2UR", "ACQBULK", "S2UR", "PREEXIT", "LDG.E.STRONG.GPU", "STG.E.64"]
+    ptx = ["griddepcontrol.wait", "griddepcontrol.launch_dependents"]
+    assert first_wait_problems("t", ptx, good) == []
+    assert first_wait_problems("t", ptx, None) == []
+    for early in ("LDG.E.STRONG.GPU", "LDG.E.128", "STG.E", "PREEXIT", "ATOMG.E.ADD", "RED.E.ADD"):
+        assert first_wait_problems("t", ptx, ["S2UR", early, "ACQBULK"]), early
+    assert first_wait_problems("t", ptx, ["S2UR", "LDG.E"])
+    assert first_wait_problems("t", ptx[::-1], good)
+    assert first_wait_problems("t", ptx[1:], good)
