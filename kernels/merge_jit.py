@@ -12,7 +12,7 @@ words (tags_jit) instead of waiting for the tile grid's end (benchmarks/DESIGN.m
 the polling merge", "Merge").
 """
 
-from dyadic24.kernels.backend import interpreting, select_backend
+from dyadic24.kernels.backend import select_backend
 
 select_backend()
 
@@ -41,7 +41,6 @@ CHUNK = tl.constexpr(2048)  # candidate keys per step of the threshold merge (64
 POOL = tl.constexpr(128)  # leading keys whose 32nd largest value bounds the threshold merge's 32nd value
 MCAP = tl.constexpr(64)  # the threshold merge's compaction slots (more above its bound: _merge_extract)
 MERGE_THREADS = tl.constexpr(256)  # a merge program's threads (8 warps; propose.MERGE_WARPS)
-POLL_PTX = tl.constexpr(not interpreting())  # the poll's loop in PTX (_poll_ptx; not interpretable)
 
 
 # (while loops, not range(), over runtime bounds: the interpreter cannot take a runtime range bound
@@ -518,8 +517,6 @@ def _pool_validated(
     """The paired pool and the maximum flag word from the words loaded at the start, reloaded
     (volatile, through L2) until every word carries this launch's tag (every tile program's stores
     become visible), and the number of reloads (for benchmarks/probe_timeline.py)."""
-    if POLL_PTX:
-        a, b, fl = _poll_ptx(cbase, fbase, n_tiles, a, b, fl, ktag, ftag, MPOOL_T, MPOOL_K)
     q, fmax, stale = pool_untag(a, b, fl, n_tiles, ktag, ftag, MPOOL_T, MPOOL_K)
     reloads = stale * 0
     while stale != 0:
@@ -529,74 +526,6 @@ def _pool_validated(
         if SPIN_LIMIT:
             stale = tl.where(reloads < SPIN_LIMIT, stale, 0)
     return _one_copy(q), fmax, reloads
-
-
-# The poll's loop in PTX on the GPU: each thread checks its words' tags (untag_keys, pool_untag) and
-# one bar.red.or over the program decides whether all reload, instead of a reduction between warps
-# per reload (REDUX, two shared-memory round trips, two barriers). Operands: $0-$2 the words out,
-# $3-$5 the words loaded at the start, $6-$8 their addresses, $9-$11 their masks, $12 ktag, $13 ftag.
-_POLL_ASM = tl.constexpr("""{
-.reg .pred %pa, %pb, %pf, %ps, %pt;
-.reg .b64 %ka, %kb;
-.reg .b32 %ta, %tb, %tf;
-setp.ne.b32 %pa, $9, 0;
-setp.ne.b32 %pb, $10, 0;
-setp.ne.b32 %pf, $11, 0;
-mov.b64 $0, $3;
-mov.b64 $1, $4;
-mov.b32 $2, $5;
-$$Lpoll${:uid}:
-xor.b64 %ka, $0, $12;
-shr.u64 %ka, %ka, 24;
-cvt.u32.u64 %ta, %ka;
-and.b32 %ta, %ta, 255;
-add.u32 %ta, %ta, 1;
-and.b32 %ta, %ta, 255;
-setp.gt.u32 %ps, %ta, 1;
-and.pred %ps, %ps, %pa;
-xor.b64 %kb, $1, $12;
-shr.u64 %kb, %kb, 24;
-cvt.u32.u64 %tb, %kb;
-and.b32 %tb, %tb, 255;
-add.u32 %tb, %tb, 1;
-and.b32 %tb, %tb, 255;
-setp.gt.u32 %pt, %tb, 1;
-and.pred %pt, %pt, %pb;
-or.pred %ps, %ps, %pt;
-xor.b32 %tf, $2, $13;
-setp.ge.u32 %pt, %tf, 8388608;
-and.pred %pt, %pt, %pf;
-or.pred %ps, %ps, %pt;
-bar.red.or.pred %ps, 0, %ps;
-@!%ps bra $$Ldone${:uid};
-@%pa ld.volatile.global.b64 $0, [$6];
-@%pb ld.volatile.global.b64 $1, [$7];
-@%pf ld.volatile.global.b32 $2, [$8];
-bra $$Lpoll${:uid};
-$$Ldone${:uid}:
-}""")
-
-
-@triton.jit
-def _poll_ptx(cbase, fbase, n_tiles, a, b, fl, ktag, ftag, MPOOL_T: tl.constexpr, MPOOL_K: tl.constexpr):
-    """The words of _pool_loads, reloaded by _POLL_ASM until every one carries this launch's tag."""
-    pa, la, pb, lb = _pair_slots(cbase, n_tiles, MPOOL_T, MPOOL_K)
-    fo = tl.arange(0, MPOOL_T // 2 * MPOOL_K)
-    pa, la = _copies(pa, la)
-    pb, lb = _copies(pb, lb)
-    fo, fm = _copies(fo, fo < n_tiles)
-    qa = pa.to(tl.int64, bitcast=True)
-    qb = pb.to(tl.int64, bitcast=True)
-    qf = (fbase + fo).to(tl.int64, bitcast=True)
-    return tl.inline_asm_elementwise(
-        _POLL_ASM,
-        "=l,=l,=r,l,l,r,l,l,l,r,r,r,l,r",
-        [a, b, fl, qa, qb, qf, la.to(tl.int32), lb.to(tl.int32), fm.to(tl.int32), a * 0 + ktag,
-         fl * 0 + ftag],
-        dtype=(tl.int64, tl.int64, tl.int32),
-        is_pure=False,
-        pack=1,
-    )  # fmt: skip
 
 
 @triton.jit
