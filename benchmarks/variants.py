@@ -61,6 +61,11 @@ PLANS: dict[str, dict[str, Any]] = {
     "t8192-r72": {"tile": 8192, "maxnreg": 72, "stagger_wave": 7},
     "wave2": {"stagger_wave": 2},
     "wave3": {"stagger_wave": 3},
+    "t12288": {"tile": 12288},
+    "t12288-nost": {"tile": 12288, "stagger": 0},
+    "t12288-uncapped": {"tile": 12288, "maxnreg": None, "stagger_wave": 2},
+    "t12288-st900": {"tile": 12288, "stagger": 901},
+    "t12288-w2": {"tile": 12288, "stagger_wave": 2},
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
 

@@ -42,6 +42,7 @@ from dyadic24.kernels import trace as trace_mod  # noqa: E402
 from dyadic24.kernels.exp_table import load_table  # noqa: E402
 from dyadic24.kernels.propose import (  # noqa: E402
     TRACE_WORDS,
+    Plan,
     kernel_device,
     make_outputs,
     make_workspace,
@@ -264,15 +265,36 @@ def check_fuzz(
     }
 
 
+# [64, 50000] takes BIG_TILE's seven tiles, [8, 163840] the three-part tile (propose.TILE_3) on an H200
+GRAPH_SHAPES = ((64, 50000), (8, 163_840))
+
+
 def check_graph(device: torch.device, table_z: list[int], replays: int) -> dict[str, Any]:
+    """Each of GRAPH_SHAPES captured in a CUDA graph: the first replay gives the reference's bits,
+    ``replays`` more give the same bits, and ten replays on fresh inputs give theirs."""
     if device.type != "cuda":
         return {"passed": True, "skipped": "CUDA graphs need a CUDA device"}
+    runs = [_graph_run(device, table_z, replays, batch, vocab) for batch, vocab in GRAPH_SHAPES]
+    return {
+        "passed": all(r["passed"] for r in runs),
+        "shapes": [r["shape"] for r in runs],
+        "tiles": [r["tile"] for r in runs],
+        "replays": replays,
+        "first_replay_matches_reference": all(r["first_replay_matches_reference"] for r in runs),
+        "replays_with_different_bits": sum(r["replays_with_different_bits"] for r in runs),
+        "fresh_input_replays_wrong": sum(r["fresh_input_replays_wrong"] for r in runs),
+    }
+
+
+def _graph_run(
+    device: torch.device, table_z: list[int], replays: int, batch: int, vocab: int
+) -> dict[str, Any]:
     rng = np.random.default_rng(7)
-    batch, vocab = 64, 50000
     inp = Inputs(fuzz.make_call(rng, batch, vocab, "float32", table_z), device)
     prepare(device)
     outs = make_outputs(batch, device)
-    ws = make_workspace(batch, vocab, device)
+    tile = Plan.for_shape(batch, vocab).tile
+    ws = make_workspace(batch, vocab, device, tile)
     static = [
         inp.logits.clone(),
         inp.temperature.clone(),
@@ -314,6 +336,7 @@ def check_graph(device: torch.device, table_z: list[int], replays: int) -> dict[
     return {
         "passed": first_ok and differing == 0 and fresh_bad == 0,
         "shape": [batch, vocab],
+        "tile": tile,
         "replays": replays,
         "first_replay_matches_reference": first_ok,
         "replays_with_different_bits": differing,

@@ -48,6 +48,9 @@ TILE_WARPS = int(tile_jit.WARPS.value)  # warps per tile program
 GRID_Y = 65535  # CUDA's largest grid extent along y: the tile grid's rows per z slice (tile_grid)
 SM_REGISTERS = 65536  # 32-bit registers per SM (sm_80 / sm_90): the programs an SM holds at a cap
 MAX_TILE = 16384  # the largest tile: its counts share packed fields below 2^15 (select_jit.count_pair)
+TILE_3 = 3 * TILE  # the one tile that is not a power of two: three column-group parts of TILE
+TILE_3_PER_SM = 2  # TILE_3 runs uncapped (255 registers): two programs per SM at once
+H200_SMS = 132  # the SMs a plan assumes where no CUDA device is seen (tests, aot_check)
 # benchmarks/DESIGN.md "Merge":
 MERGE_WARPS = int(merge_jit.MERGE_THREADS.value) // 32  # warps of the merge program
 MERGE_POOL = 512  # keys of the merge's pool, every tile's leading ones (merge_jit)
@@ -107,19 +110,23 @@ class Plan:
         stagger: int | None = None,
         stagger_wave: int | None = None,
         itemsize: int = 4,
+        sms: int | None = None,
     ) -> Plan:
         """The default plan for [batch, vocab] logits of ``itemsize`` bytes on this backend: ``tile``
-        BIG_TILE, ``maxnreg`` (0) default_maxnreg, ``stagger_wave`` the programs one SM holds at
-        the cap (at most STAGGER_WAVE); ``pdl`` and ``poll`` from the device."""
+        default_tile on ``sms`` SMs (None: the current CUDA device's, else H200_SMS), ``maxnreg`` (0)
+        default_maxnreg, ``stagger_wave`` the programs one SM holds at the cap (at most
+        STAGGER_WAVE); ``pdl`` and ``poll`` from the device."""
         if tile is None:
-            tile = BIG_TILE
-        if tile < 32 or tile & (tile - 1) or tile > MAX_TILE:
-            raise ArgumentError("tile", f"must be a power of two in [32, {MAX_TILE}], got {tile}")
+            tile = default_tile(batch, vocab, itemsize, _plan_sms() if sms is None else sms)
+        if (tile < 32 or tile & (tile - 1) or tile > MAX_TILE) and tile != TILE_3:
+            raise ArgumentError("tile", f"must be a power of two in [32, {MAX_TILE}] or {TILE_3}, got {tile}")
         n_tiles = -(-vocab // tile)
         if maxnreg == 0:
             maxnreg = default_maxnreg(batch * n_tiles, tile, itemsize)
         if stagger_wave is None:
             per_sm = SM_REGISTERS // (maxnreg * 32 * TILE_WARPS) if maxnreg else STAGGER_WAVE
+            if tile == TILE_3 and maxnreg is None:
+                per_sm = TILE_3_PER_SM
             stagger_wave = min(STAGGER_WAVE, per_sm)
         pdl = _pdl_device()
         run = default_pool_run(batch, n_tiles)
@@ -182,10 +189,36 @@ def default_pool_run(batch: int, n_tiles: int) -> int:
     return per if tiles >= 2 and batch * n_tiles <= MERGE_RUN_PROGRAMS else 1
 
 
+def default_tile(batch: int, vocab: int, itemsize: int, sms: int) -> int:
+    """The default plan's tile on a GPU of ``sms`` SMs: TILE_3 for binary32 logits where all its
+    programs run at once (at most TILE_3_PER_SM per SM) and the busiest SM then holds fewer than
+    under BIG_TILE; else BIG_TILE. At V = 163,840 on an H200: B = 7-9 and 14-18 (BIG_TILE puts two or
+    three programs on some SMs, TILE_3 one or two); measured there 0.4-2.1 us per depth 5 faster
+    sampled, greedy rows up to 2.9 us slower (DESIGN.md "Tile size, warps and registers": "Three
+    parts")."""
+    if itemsize != 4:
+        return BIG_TILE
+    big = batch * -(-vocab // BIG_TILE)
+    three = batch * -(-vocab // TILE_3)
+    fewer = -(-three // sms) < -(-big // sms)
+    return TILE_3 if three <= TILE_3_PER_SM * sms and fewer else BIG_TILE
+
+
+def _plan_sms() -> int:
+    """The SMs a default plan assumes: the current CUDA device's when the kernels compile for one, else
+    H200_SMS (under the interpreter the tile changes no bit and no timing that matters)."""
+    if interpreting() or not torch.cuda.is_available():
+        return H200_SMS
+    return _slots(torch.device("cuda", torch.cuda.current_device()))
+
+
 def default_maxnreg(programs: int, tile: int = TILE, itemsize: int = 4) -> int | None:
-    """The tile kernel's default register cap: for tiles above TILE, BIG_TILE_MAXNREG for binary32 logits
+    """The tile kernel's default register cap: none for TILE_3 (it is the default only where its
+    programs fit at once uncapped); for other tiles above TILE, BIG_TILE_MAXNREG for binary32 logits
     and BIG_TILE_MAXNREG_16 for 16-bit ones; else TILE_MAXNREG above TILE_UNCAPPED_PROGRAMS programs
     (more programs per SM), else none."""
+    if tile == TILE_3:
+        return None
     if tile > TILE:
         return BIG_TILE_MAXNREG if itemsize == 4 else BIG_TILE_MAXNREG_16
     return TILE_MAXNREG if programs > TILE_UNCAPPED_PROGRAMS else None

@@ -145,7 +145,7 @@ def _tile_program(
     if not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
     _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
-    if TILE >= 8 * NT and TILE <= 64 * NT:
+    if TILE >= 8 * NT and (TILE <= 64 * NT or TILE == 96 * NT):
         _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
             TILE, SRC, BY_COUNT,
@@ -179,10 +179,11 @@ def _tile_fast(
     Layout. The tile is an [R, GW NT] array, element r * GW NT + c; column group t is columns GW t ..
     GW t + GW - 1, GW = the elements of one 16-byte load (4 binary32, 8 bfloat16 / binary16), so
     that thread t holds its R x GW elements and group reductions stay in registers. A tile of more
-    than 32 NT elements is two such arrays (HALVES = 2; the second from element TILE / 2 on), whose
-    elements of column group t form one group with one selection mask per half (a 32-bit mask holds
-    R GW <= 32 bits): per element the same work, per tile the bound, scan, compaction and top 32 once
-    for twice the elements.
+    than 32 NT elements is two such arrays (HALVES = 2; the second from element TILE / 2 on), and the
+    tile of 96 NT (propose.TILE_3) three (HALVES = 3, from 0, TILE / 3 and 2 TILE / 3); the elements
+    of column group t in every part form one group with one selection mask per part (a 32-bit mask
+    holds R GW <= 32 bits): per element the same work, per tile the bound, scan, compaction and top
+    32 once for two or three times the elements.
 
     Bound (clause 3.2). Any theta that 32 distinct elements reach bounds the tile's 32nd value: its
     top 32 keys are the elements above theta and, when fewer than 32 of those exist, the lowest-ID
@@ -207,7 +208,9 @@ def _tile_fast(
     which sets the NaN flag; the row then fails (clause 2.3) and what the tile selects for it is
     never used. Lanes past V read as -inf."""
     GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # elements per 16-byte load: one thread's columns
-    HALVES: tl.constexpr = 2 if TILE > NT * 32 else 1  # a 32-bit mask holds a group's elements of one half
+    # a 32-bit mask holds a group's elements of one part: TILE_3 (three parts) fits one program per SM
+    # where BIG_TILE needs two on some (DESIGN.md "Tile size, warps and registers")
+    HALVES: tl.constexpr = 3 if TILE > NT * 64 else (2 if TILE > NT * 32 else 1)
     HALF: tl.constexpr = TILE // HALVES
     R: tl.constexpr = HALF // (NT * GW)
     rr = tl.arange(0, R)[:, None]
@@ -219,14 +222,21 @@ def _tile_fast(
     full = first_id + TILE <= V
     base = logits_ptr + (row * V + first_id)
     inb2 = loc + HALF < lim
-    b, b2 = _tile_bits(base, loc, inb, inb2, full, HALF, HALVES, SRC)
+    inb3 = loc + 2 * HALF < lim
+    b, b2, b3 = _tile_bits(base, loc, inb, inb2, inb3, full, HALF, HALVES, SRC)
     x = b.to(tl.float32, bitcast=True)
     x2 = b2.to(tl.float32, bitcast=True)
+    x3 = b3.to(tl.float32, bitcast=True)
     # per element only binary32 comparisons and a NaN-propagating maximum (one instruction each);
     # value keys are formed per column group (DESIGN.md "Tile selection": "Comparisons, not keys")
     # (the halves' maximum first: every first use then needs both halves' loads, so ptxas issues all
     # 16 before it; reducing one half first left the second half's loads behind the first's data)
-    cmax = _reduce_max_nan(_max_nan(x, x2) if HALVES == 2 else x, 0, BY_COUNT)
+    xm = x
+    if HALVES >= 2:
+        xm = _max_nan(x, x2)
+    if HALVES == 3:
+        xm = _max_nan(xm, x3)
+    cmax = _reduce_max_nan(xm, 0, BY_COUNT)
     gmax_f = _reduce_max_nan(tl.reshape(cmax, [NT, GW]), 1, BY_COUNT)
     gmax = value_key32(gmax_f.to(tl.int32, bitcast=True))
     # clause 2.1: each column's flag word, then their maximum (one reduction): the bits' order is the
@@ -244,9 +254,12 @@ def _tile_fast(
         top = tl.max(gmax)
         top_f = key_value32(top)
         first = tl.min(tl.min(tl.where(inb & (x == top_f), loc, TILE), axis=0))
-        if HALVES == 2:
+        if HALVES >= 2:
             at2 = tl.where(inb2 & (x2 == top_f), loc + HALF, TILE)
             first = tl.minimum(first, tl.min(tl.min(at2, axis=0)))
+        if HALVES == 3:
+            at3 = tl.where(inb3 & (x3 == top_f), loc + 2 * HALF, TILE)
+            first = tl.minimum(first, tl.min(tl.min(at3, axis=0)))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))  # its key (clause 3.1)
         tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
     else:
@@ -258,27 +271,40 @@ def _tile_fast(
             theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
         bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
         theta_f = key_value32(theta)  # (x > theta_f exactly when value_key32(x) > theta, x not NaN)
-        gtb, gtb2, c_gt, n_gt = _gt_masks(x, x2, theta_f, bit, HALVES, GW)
+        gtb, gtb2, gtb3, c_gt, n_gt = _gt_masks(x, x2, x3, theta_f, bit, HALVES, GW)
         col = tl.arange(0, NT)  # (the compaction's column indices)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
             bits2 = gtb2
+            bits3 = gtb3
             cnt = c_gt
             n_sel = n_gt
         else:  # (the ties' masks only here)
-            eqb, eqb2, c_eq, n_eq = _eq_masks(x, inb, x2, inb2, full, theta_f, bit, HALVES, GW)
-            bits, bits2, cnt, n_sel = _with_ties(
-                gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE, HALVES, GW
+            eqb, eqb2, eqb3, c_eq, n_eq = _eq_masks(
+                x, inb, x2, inb2, x3, inb3, full, theta_f, bit, HALVES, GW
+            )
+            bits, bits2, bits3, cnt, n_sel = _with_ties(
+                gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE, HALVES, GW
             )
         if n_sel <= FCAP:
             # each column's selected indices to consecutive slots of the program's row, lowest bit first
-            # (first half first)
+            # (first part first)
             s_row = scratch_ptr + pid * FCAP
             slot = tl.cumsum(cnt, 0) - cnt
             kmax = tl.max(cnt)
             n = kmax * 0
             while n < kmax:
-                if HALVES == 2:
+                if HALVES == 3:
+                    first_half = bits != 0
+                    second = (bits == 0) & (bits2 != 0)
+                    lowbit = tl.where(first_half, bits, tl.where(second, bits2, bits3))
+                    lowbit = lowbit & -lowbit
+                    bi = bit_index(lowbit)
+                    li = _bit_loc(bi, col, GW) + tl.where(first_half, 0, tl.where(second, HALF, 2 * HALF))
+                    bits = tl.where(first_half, bits ^ lowbit, bits)
+                    bits2 = tl.where(second, bits2 ^ lowbit, bits2)
+                    bits3 = tl.where(first_half | second, bits3, bits3 ^ lowbit)
+                elif HALVES == 2:
                     first_half = bits != 0
                     lowbit = tl.where(first_half, bits, bits2)
                     lowbit = lowbit & -lowbit
@@ -425,25 +451,31 @@ def _part_ranked(sk, inb, loc, gm, first_id, s_row, dst, dtag, TILE: tl.constexp
 
 
 @triton.jit
-def _tile_bits(base, loc, inb, inb2, full, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
-    """A tile's binary32 patterns as int32 (clause 1.2), lanes past V as -inf (0xFF800000): (first
-    half, second half), the second equal to the first with one half.
+def _tile_bits(base, loc, inb, inb2, inb3, full, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
+    """A tile's binary32 patterns as int32 (clause 1.2), lanes past V as -inf (0xFF800000): (first,
+    second, third part), a part the tile lacks equal to the first.
 
-    A full tile loads without a mask in a block of its own, both halves in the same block: with only
+    A full tile loads without a mask in a block of its own, all parts in the same block: with only
     the masked form, or with one block per half, ptxas kept some of a thread's 16-byte loads behind
     the first ones' data, DRAM round trips in a row instead of one (aot_check audits the SASS). The
     same bits either way."""
     if full:
         b = _widen(tl.load(base + loc), SRC)
         b2 = b
-        if HALVES == 2:
+        b3 = b
+        if HALVES >= 2:
             b2 = _widen(tl.load(base + HALF + loc), SRC)
+        if HALVES == 3:
+            b3 = _widen(tl.load(base + 2 * HALF + loc), SRC)
     else:
         b = tl.where(inb, _widen(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
         b2 = b
-        if HALVES == 2:
+        b3 = b
+        if HALVES >= 2:
             b2 = tl.where(inb2, _widen(tl.load(base + HALF + loc, mask=inb2, other=0), SRC), -8388608)
-    return b, b2
+        if HALVES == 3:
+            b3 = tl.where(inb3, _widen(tl.load(base + 2 * HALF + loc, mask=inb3, other=0), SRC), -8388608)
+    return b, b2, b3
 
 
 @triton.jit
@@ -492,53 +524,64 @@ def _group_bits(x, GW: tl.constexpr):
 
 @triton.jit
 def _bit_loc(bi, col, GW: tl.constexpr):
-    """The half-tile index of bit bi of column group col's mask (bit GW r + j: row r, column j)."""
+    """The index within its part of bit bi of column group col's mask (bit GW r + j: row r, column j)."""
     return (bi // GW) * (NT * GW) + col * GW + (bi % GW)
 
 
 @triton.jit
-def _gt_masks(x, x2, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
+def _gt_masks(x, x2, x3, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
     """The elements above theta (binary32 values, a binary32 comparison) as one bit mask per column
-    group and half (gtb2 for the second half, gtb2 = gtb with one half), the groups' counts and the
-    tile's total: (gtb, gtb2, c_gt, n_gt). Masks, not per-element flags: nothing per element stays
-    live past this point, and the counts are the masks' popcounts."""
+    group and part (gtb2, gtb3 for the second and third, equal to gtb for parts the tile lacks), the
+    groups' counts and the tile's total: (gtb, gtb2, gtb3, c_gt, n_gt). Masks, not per-element flags:
+    nothing per element stays live past this point, and the counts are the masks' popcounts."""
     gtb = _group_bits(tl.where(x > theta, bit, 0), GW)
     c_gt = popc32(gtb)
     gtb2 = gtb
-    if HALVES == 2:
+    gtb3 = gtb
+    if HALVES >= 2:
         gtb2 = _group_bits(tl.where(x2 > theta, bit, 0), GW)
         c_gt += popc32(gtb2)
-    return gtb, gtb2, c_gt, tl.sum(c_gt)
+    if HALVES == 3:
+        gtb3 = _group_bits(tl.where(x3 > theta, bit, 0), GW)
+        c_gt += popc32(gtb3)
+    return gtb, gtb2, gtb3, c_gt, tl.sum(c_gt)
 
 
 @triton.jit
-def _eq_masks(x, inb, x2, inb2, full, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
-    """The elements at theta as _gt_masks forms those above it (eqb, eqb2, c_eq, n_eq); formed only when
-    fewer than 32 lie above theta (Gaussian rows almost never: DESIGN.md "Tile selection")."""
+def _eq_masks(x, inb, x2, inb2, x3, inb3, full, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
+    """The elements at theta as _gt_masks forms those above it (eqb, eqb2, eqb3, c_eq, n_eq); formed
+    only when fewer than 32 lie above theta (Gaussian rows almost never: DESIGN.md "Tile selection")."""
     eqb = _group_bits(tl.where(x == theta, bit, 0), GW)
     if not full:  # lanes past V read as -inf and must not tie with theta = -inf
         eqb = eqb & _group_bits(tl.where(inb, bit, 0), GW)
     c_eq = popc32(eqb)
     eqb2 = eqb
-    if HALVES == 2:
+    eqb3 = eqb
+    if HALVES >= 2:
         eqb2 = _group_bits(tl.where(x2 == theta, bit, 0), GW)
         if not full:
             eqb2 = eqb2 & _group_bits(tl.where(inb2, bit, 0), GW)
         c_eq += popc32(eqb2)
-    return eqb, eqb2, c_eq, tl.sum(c_eq)
+    if HALVES == 3:
+        eqb3 = _group_bits(tl.where(x3 == theta, bit, 0), GW)
+        if not full:
+            eqb3 = eqb3 & _group_bits(tl.where(inb3, bit, 0), GW)
+        c_eq += popc32(eqb3)
+    return eqb, eqb2, eqb3, c_eq, tl.sum(c_eq)
 
 
 @triton.jit
-def _with_ties(gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE: tl.constexpr,
+def _with_ties(gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE: tl.constexpr,
                HALVES: tl.constexpr, GW: tl.constexpr):  # fmt: skip
     """_tile_fast's selection when fewer than 32 elements lie above theta: those and the ties at theta,
     or, when that is more than FCAP, the ties of lowest ID bounded by phi = the 32nd smallest of the
     columns' lowest tie indices (a column's lowest tie is its mask's lowest bit: within a column the
-    index grows with the bit, and every first-half index is below every second-half one; at least
-    32 ties lie at or below phi). (bits, bits2, cnt, n_sel) as _tile_fast's."""
+    index grows with the bit, and every index of a part is below every index of the next; at least 32
+    ties lie at or below phi). (bits, bits2, bits3, cnt, n_sel) as _tile_fast's."""
     if n_gt + n_eq <= FCAP:
         bits = gtb | eqb
         bits2 = gtb2 | eqb2
+        bits3 = gtb3 | eqb3
         cnt = c_gt + c_eq
         n_sel = n_gt + n_eq
     else:
@@ -546,19 +589,27 @@ def _with_ties(gtb, eqb, gtb2, eqb2, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE: tl.
         col = tl.arange(0, NT)
         lo = bit_index(eqb & -eqb)
         tmin = tl.where(eqb != 0, _bit_loc(lo, col, GW), TILE)
-        if HALVES == 2:
+        if HALVES >= 2:
             lo2 = bit_index(eqb2 & -eqb2)
             tmin2 = HALF + _bit_loc(lo2, col, GW)
             tmin = tl.where((eqb == 0) & (eqb2 != 0), tmin2, tmin)
+        if HALVES == 3:
+            lo3 = bit_index(eqb3 & -eqb3)
+            tmin3 = 2 * HALF + _bit_loc(lo3, col, GW)
+            tmin = tl.where((eqb == 0) & (eqb2 == 0) & (eqb3 != 0), tmin3, tmin)
         phi = kth32_smallest(tmin)
         bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), GW))
         cnt = popc32(bits)
         bits2 = bits
-        if HALVES == 2:
+        bits3 = bits
+        if HALVES >= 2:
             bits2 = gtb2 | (eqb2 & _group_bits(tl.where(loc + HALF <= phi, bit, 0), GW))
             cnt += popc32(bits2)
+        if HALVES == 3:
+            bits3 = gtb3 | (eqb3 & _group_bits(tl.where(loc + 2 * HALF <= phi, bit, 0), GW))
+            cnt += popc32(bits3)
         n_sel = tl.sum(cnt)
-    return bits, bits2, cnt, n_sel
+    return bits, bits2, bits3, cnt, n_sel
 
 
 @triton.jit

@@ -93,6 +93,11 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
         row = np.full(vocab, F32(-1e30))
         row[((idx % 8192) >= 7168) & (idx % 4 == 3)] = F32(5.0)
         return row
+    if kind == "third_ties":  # the same ties in the third part of every 12,288 elements only: a three-part
+        # tile (kp.TILE_3) finds every column's lowest tie in its third mask
+        row = np.full(vocab, F32(-1e30))
+        row[((idx % 12288) >= 11264) & (idx % 4 == 3)] = F32(5.0)
+        return row
     if kind == "neg_nan":  # the NaN with the smallest value key (clause 2.1)
         row = rng.standard_normal(vocab).astype(F32)
         row[vocab // 2] = np.uint32(0xFFFFFFFF).view(F32)
@@ -165,6 +170,7 @@ PLANS: dict[str, dict[str, Any]] = {
     # the GPU's merge: it polls the tile programs' tagged words (2 and 3 tiles: pools of 2 and 4)
     "poll": {"tile": 4096, "poll": True},
     "halves": {"tile": 8192},  # (the default tile)
+    "thirds": {"tile": 12288},  # (three parts: kp.TILE_3)
     "small_tiles": {"tile": 64},
     # the hot pairs' lists reloaded tagged (merge_jit._tagged_lists)
     "small_tiles_poll": {"tile": 64, "poll": True},
@@ -173,6 +179,7 @@ PLANS: dict[str, dict[str, Any]] = {
     # fallback warp_heavy and column_block reach) in one half, in halves and in the pairs
     "bitonic": {"tile": 4096, "by_count": False},
     "halves_bitonic": {"tile": 8192, "by_count": False},
+    "thirds_bitonic": {"tile": 12288, "by_count": False},
     # (pool_run 16: each pair's run sorted by one merge and C left unsorted, as on the GPU up to 512
     # tile programs; the 31 rows of 18 tiles here are past that, where the default is Triton's top-k)
     "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True, "pool_run": 16},
@@ -184,12 +191,14 @@ PLANS: dict[str, dict[str, Any]] = {
 VOCABS: dict[str, tuple[int, ...]] = {
     "one_half": (1, 7, 33, 4097, 9000),
     "halves": (1, 7, 33, 4097, 9000),
+    "thirds": (33, 9000, 30000),
     "poll": (4097, 9000),
     "small_tiles": (1, 33, 1100),
     "small_tiles_poll": (1100,),
     "tiny_tiles": (1, 33, 1100),
     "bitonic": (4097, 9000),
     "halves_bitonic": (9000,),
+    "thirds_bitonic": (30000,),
     "bitonic_pairs": (1100,),
     "bitonic_pairs_network": (1100,),
 }

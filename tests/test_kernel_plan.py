@@ -39,14 +39,14 @@ def test_pool_shape(vocab: int, shape: tuple[int, int]) -> None:
         assert tiles >= plan.n_tiles > tiles // 2 and tiles * per <= kp.MERGE_POOL and per & (per - 1) == 0
 
 
-@pytest.mark.parametrize("batch", [1, 3, 4, 8, 16, 64, 256])
+@pytest.mark.parametrize("batch", [1, 3, 4, 10, 13, 19, 64, 256])
 def test_batch_defaults(batch: int) -> None:
     """The tile and its register cap by shape; the backend's choices (the count ordering and no
     programmatic dependent launch under the interpreter, both the other way on an sm_90 GPU)."""
-    plan = kp.Plan.for_shape(batch, 163_840)
+    plan = kp.Plan.for_shape(batch, 163_840, sms=132)
     assert plan.tile == kp.BIG_TILE
     assert plan.n_tiles == -(-163_840 // plan.tile)
-    half = kp.Plan.for_shape(batch, 163_840, itemsize=2)
+    half = kp.Plan.for_shape(batch, 163_840, itemsize=2, sms=132)
     assert half.tile == plan.tile
     assert plan.maxnreg == kp.BIG_TILE_MAXNREG
     assert plan.stagger_wave == 65536 // (128 * 32 * 4) == 4  # (an H200 SM holds four)
@@ -70,12 +70,35 @@ def test_register_caps_of_explicit_tiles() -> None:
 
 @pytest.mark.parametrize(("batch", "vocab"), [(1, 163_840), (4, 163_840), (2, 262_144), (64, 4096), (1, 1)])
 def test_default_tile_at_every_shape(batch: int, vocab: int) -> None:
-    """BIG_TILE at every shape (DESIGN.md "Tile size, warps and registers"), and the workspace's."""
-    assert kp.Plan.for_shape(batch, vocab).tile == kp.BIG_TILE
+    """BIG_TILE wherever TILE_3 would not relieve the busiest SM (DESIGN.md "Tile size, warps and
+    registers"), and the workspace's."""
+    assert kp.Plan.for_shape(batch, vocab, sms=132).tile == kp.BIG_TILE
     assert kp.make_workspace(batch, vocab, "cpu").cand.shape[1] == -(-vocab // kp.BIG_TILE)
 
 
-@pytest.mark.parametrize("tile", [16, 48, 32768])
+@pytest.mark.parametrize(
+    ("vocab", "sms", "batches"),
+    [
+        # 20 tiles of BIG_TILE against 14 of TILE_3: B = 7-9 go from two programs on some SMs to one,
+        # B = 14-18 from three to two; B = 19 needs a third TILE_3 program on some SMs
+        (163_840, 132, [7, 8, 9, 14, 15, 16, 17, 18]),
+        (262_144, 132, [5, 6, 9, 10, 11, 12]),  # 32 against 22 tiles
+        (163_840, 108, [6, 7, 11, 12, 13, 14, 15]),  # an A100's 108 SMs
+    ],
+)
+def test_three_part_tile_where_it_relieves_the_busiest_sm(vocab: int, sms: int, batches: list[int]) -> None:
+    """TILE_3 (uncapped, two programs per SM: the stagger's wave) for binary32 logits exactly where
+    all its programs run at once and the busiest SM holds fewer than under BIG_TILE; never for 16-bit
+    logits (not measured there: their cap of 96 registers does not hold three parts)."""
+    got = [b for b in range(1, 300) if kp.Plan.for_shape(b, vocab, sms=sms).tile == kp.TILE_3]
+    assert got == batches
+    plan = kp.Plan.for_shape(batches[0], vocab, sms=sms)
+    assert (plan.maxnreg, plan.stagger_wave, plan.n_tiles) == (None, 2, -(-vocab // kp.TILE_3))
+    assert all(kp.Plan.for_shape(b, vocab, itemsize=2, sms=sms).tile == kp.BIG_TILE for b in batches)
+    assert kp.make_workspace(batches[0], vocab, "cpu", kp.TILE_3).cand.shape[1] == plan.n_tiles
+
+
+@pytest.mark.parametrize("tile", [16, 48, 12289, 24576, 32768])
 def test_bad_tiles_are_rejected(tile: int) -> None:
     with pytest.raises(ArgumentError, match="tile"):
         kp.Plan.for_shape(1, 5000, tile=tile)
@@ -120,7 +143,8 @@ def test_tags_where_they_apply(batch: int, vocab: int, tile: int | None, tags: b
 def test_launch_options_follow_the_plan() -> None:
     """What launch and aot_check compile: the tile kernel's 4 warps and register cap, the merge's 8
     warps, pool, tags and programmatic dependent launches (the tile kernel's on its predecessor)."""
-    plan = replace(kp.Plan.for_shape(16, 163_840), by_count=False, pdl=True, poll=True)
+    plan = kp.Plan.for_shape(16, 163_840, kp.BIG_TILE)
+    plan = replace(plan, by_count=False, pdl=True, poll=True)
     tile = kp.tile_options(plan, src=0, trace=False, pdl=True, wait=True, stagger=902, slots=132)
     assert tile == {"TILE": 8192, "SRC": 0, "TRACE": False, "BY_COUNT": False, "TAGGED": True, "PDL": True,
                     "WAIT": True, "STAGGER": 902, "SLOTS": 132, "WAVE": 2, "num_warps": 4, "maxnreg": 128,
@@ -143,7 +167,8 @@ def test_launch_options_follow_the_plan() -> None:
     ("batch", "vocab", "run"),
     [
         (1, 163_840, 16),  # 20 tile programs: each pair's 16 lanes sorted by one merge
-        (16, 163_840, 16),  # 320 programs
+        (13, 163_840, 16),  # 260 programs
+        (16, 163_840, 32),  # 224 programs of TILE_3: 14 tiles pooled as 16 of 32 keys, one run per pair
         (64, 163_840, 1),  # 1,280 programs: Triton's own top-k
         (256, 163_840, 1),
         (16, 262_144, 16),  # 512 programs, the last with runs
@@ -198,7 +223,8 @@ def test_stagger_defaults() -> None:
 
 @pytest.mark.parametrize(
     ("batch", "slots"),
-    # V = 163,840, tiles of 8,192, 132 SMs: programs / SMs 1.06, 1.21, 1.52, 1.82, 2.42, 3.03, 3.64, 9.7
+    # V = 163,840, 132 SMs, tiles of 8,192 (TILE_3 at B = 7, 8 and 16: 98, 112 and 224 programs):
+    # programs / SMs 0.74, 0.85, 1.52, 1.82, 1.70, 3.03, 3.64, 9.7
     [(7, 1), (8, 1), (10, 2), (12, 2), (16, 2), (20, 3), (24, 4), (64, 4)],
 )
 def test_stagger_covers_the_half_full_slots(batch: int, slots: int) -> None:
@@ -219,7 +245,8 @@ def test_stagger_choice_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     gpu = torch.device("cuda")
     assert kp._stagger(kp.Plan.for_shape(16, 163_840, tile=kp.TILE), gpu, 0) == 451  # 640 programs
     assert kp._stagger(kp.Plan.for_shape(16, 163_840, tile=kp.TILE), gpu, 1) == 226  # bf16
-    assert kp._stagger(kp.Plan.for_shape(16, 163_840), gpu, 0) == 902  # 320 of BIG_TILE
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840, tile=kp.BIG_TILE), gpu, 0) == 902  # 320 of BIG_TILE
+    assert kp._stagger(kp.Plan.for_shape(16, 163_840), gpu, 0) == 1352  # 224 of TILE_3: two slots
     assert kp._stagger(kp.Plan.for_shape(3, 163_840), gpu, 0) == 0  # 120 programs: one slot
     assert kp._stagger(kp.Plan.for_shape(6, 163_840), gpu, 0) == 0  # 120 of BIG_TILE
     assert kp._stagger(kp.Plan.for_shape(8, 163_840), gpu, 0) == 0  # 160: the second slot 21 % full

@@ -25,13 +25,21 @@ from kernel_rows import check_plan, plan_for, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
-PATHS = ["one_half", "halves", "small_tiles", "tiny_tiles"]
+PATHS = ["one_half", "halves", "thirds", "small_tiles", "tiny_tiles"]
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(PATHS))
 def test_plans_give_the_reference_bits(plan_name: str, vocab: int) -> None:
     """clauses 3.2 / 4.1: every selection path agrees with the reference."""
     check_plan(plan_name, vocab)
+
+
+def test_three_part_tile_ties() -> None:
+    """clause 3.1 in the three-part tile (kp.TILE_3): ties only in a tile's third part (every column's
+    lowest tie in its third mask: phi among third-part indices), in every part, in the second only
+    (half_ties: a tile's second part, the next tile's first) and everywhere."""
+    check_plan("thirds", 30000, kinds=("third_ties", "tie_pairs", "half_ties", "uniform"),
+               greedy=("third_ties", "uniform"))  # fmt: skip
 
 
 def test_threshold_merge_and_its_fallback() -> None:
