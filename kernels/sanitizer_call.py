@@ -1,8 +1,9 @@
 """Representative kernel calls for compute-sanitizer (memcheck, racecheck), checked against the
 fast reference: B = 6 rows of V = 163,840 fp32 logits mixing every status, the sampled and greedy
-paths and several tiles and merge chunks, once with the default plan (the merge's pool top 32 by
-merges of the pairs' runs) and once with Triton's own top-k (``pool_run`` 1, the
-default past propose.MERGE_RUN_PROGRAMS tile programs).
+paths and several tiles and merge chunks, with the default plan (the merge's pool top 32 by
+merges of the pairs' runs), with Triton's own top-k (``pool_run`` 1, the default past
+propose.MERGE_RUN_PROGRAMS tile programs) and with the three-part tile (propose.TILE_3, the
+default at some batch sizes).
 
     compute-sanitizer --tool memcheck python -m dyadic24.kernels.sanitizer_call
 """
@@ -15,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from dyadic24.kernels.propose import Plan, make_outputs, make_workspace, prepare, propose
+from dyadic24.kernels.propose import TILE_3, Plan, make_outputs, make_workspace, prepare, propose
 from dyadic24.reference.fast import propose_fast
 
 
@@ -33,7 +34,6 @@ def main() -> int:
     dev = torch.device("cuda")
     prepare(dev)
     out = make_outputs(batch, dev)
-    ws = make_workspace(batch, vocab, dev)
 
     def t64(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(a.view(np.int64).copy()).to(dev)
@@ -41,7 +41,8 @@ def main() -> int:
     ref = propose_fast(logits, temperature, seed, rnd, pos)
     default = Plan.for_shape(batch, vocab)
     ok = True
-    for plan in (default, replace(default, pool_run=1)):
+    for plan in (default, replace(default, pool_run=1), Plan.for_shape(batch, vocab, TILE_3)):
+        ws = make_workspace(batch, vocab, dev, plan.tile)
         propose(torch.from_numpy(logits).to(dev), torch.from_numpy(temperature).to(dev), t64(seed), t64(rnd),
                 t64(pos), out=out, workspace=ws, plan=plan)  # fmt: skip
         torch.cuda.synchronize()
@@ -51,7 +52,7 @@ def main() -> int:
             for g, r in zip(got, (ref.status, ref.token, ref.ids, ref.tickets), strict=True)
         )
         print(
-            f"pool_run {plan.pool_run}: statuses",
+            f"tile {plan.tile}, pool_run {plan.pool_run}: statuses",
             got[0].tolist(),
             "tokens",
             got[1].tolist(),
