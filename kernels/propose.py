@@ -232,8 +232,9 @@ def kernel_device() -> torch.device:
 def make_workspace(
     batch: int, vocab: int, device: torch.device | str | None = None, tile: int | None = None
 ) -> Workspace:
-    """Allocate the workspace for a [batch, vocab] call (reuse it across calls and graph replays);
-    ``tile`` must match the call's plan (default: the default plan's, BIG_TILE)."""
+    """Allocate the workspace for a [batch, vocab] call (reuse it across calls and graph replays), with
+    room for the tiles per row of tiles of ``tile`` (default BIG_TILE): it serves every plan of at most
+    that many tiles, so the default serves every default plan (TILE_3 takes fewer tiles)."""
     n_tiles = -(-vocab // (tile if tile is not None else BIG_TILE))
     dev = torch.device(device) if device is not None else kernel_device()
     return Workspace(
@@ -367,7 +368,12 @@ def propose(
     else:
         if not isinstance(workspace, Workspace):
             raise ArgumentError("workspace", f"must be a Workspace, got {type(workspace).__name__}")
-        n = plan.n_tiles
+        # (room for at least the plan's tiles: the kernels index the words by tile program, so the
+        # first B x n_tiles rows serve; make_workspace)
+        cand_shape: tuple[int, ...] = tuple(getattr(workspace.cand, "shape", ()))
+        n = int(cand_shape[1]) if len(cand_shape) == 3 else plan.n_tiles
+        if n < plan.n_tiles:
+            raise ArgumentError("workspace", f"holds {n} tiles per row, the plan needs {plan.n_tiles}")
         check_tensor("workspace", workspace.cand, [torch.int64], (batch, n, 32), device)
         check_tensor("workspace", workspace.flags, [torch.int32], (batch, n), device)
         fcap, mcap = int(tile_jit.FCAP.value), int(merge_jit.MCAP.value)

@@ -104,18 +104,25 @@ def test_bad_tiles_are_rejected(tile: int) -> None:
         kp.Plan.for_shape(1, 5000, tile=tile)
 
 
-def test_workspace_of_another_tile_is_rejected() -> None:
+def test_workspace_with_too_few_tiles_is_rejected() -> None:
+    """A workspace serves every plan of at most its tiles per row (the kernels index its words by tile
+    program): the default one (BIG_TILE's tiles) every default plan, TILE_3's included; one of fewer
+    tiles than the plan is refused, naming the workspace."""
     device = kp.kernel_device()
-    logits = torch.zeros((2, 5000), dtype=torch.float32, device=device)
+    logits = torch.randn((2, 20000), generator=torch.Generator().manual_seed(5)).to(device)
     i64 = torch.zeros(2, dtype=torch.int64, device=device)
-    ws = kp.make_workspace(2, 5000, device, 1024)
-    with pytest.raises(ArgumentError, match="workspace"):
-        kp.propose(logits, torch.ones(2, device=device), i64, i64, i64, workspace=ws)
-    plan = kp.Plan.for_shape(2, 5000, tile=1024)
-    out = kp.propose(logits, torch.ones(2, device=device), i64, i64, i64, workspace=ws, plan=plan)
-    assert out[0].tolist() == [0, 0]
+    one = torch.ones(2, device=device)
+    small = kp.make_workspace(2, 20000, device)  # 3 tiles of BIG_TILE
+    with pytest.raises(ArgumentError, match="workspace: holds 3 tiles per row, the plan needs 5"):
+        kp.propose(logits, one, i64, i64, i64, workspace=small, plan=kp.Plan.for_shape(2, 20000, tile=4096))
+    want = kp.propose(logits, one, i64, i64, i64)
+    for tile in (kp.TILE_3, kp.BIG_TILE, 4096):  # 2, 3 and 5 tiles in a workspace of 5
+        plan = kp.Plan.for_shape(2, 20000, tile=tile)
+        ws = kp.make_workspace(2, 20000, device, 4096)
+        got = kp.propose(logits, one, i64, i64, i64, workspace=ws, plan=plan)
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
     with pytest.raises(ArgumentError, match="plan"):
-        kp.propose(logits, torch.ones(2, device=device), i64, i64, i64, plan=kp.Plan.for_shape(2, 5001))
+        kp.propose(logits, one, i64, i64, i64, plan=kp.Plan.for_shape(2, 20001))
 
 
 @pytest.mark.parametrize(
