@@ -158,8 +158,9 @@ def make_call(
 
 # Each plan forces paths of the two stages under the interpreter: a tile size (Plan.for_shape) and
 # the backend's choices replaced (the GPU's ordering, by_count=False; the GPU's polling merge,
-# poll=True). Tiles of 1,024 to 8,192 take the column-group selection (tile_jit._tile_fast; 8,192,
-# the default tile, in two halves; 4,096 and less in one), smaller ones the strided-group one
+# poll=True). Tiles of 1,024 to 8,192 and of 12,288 take the column-group selection
+# (tile_jit._tile_fast; 8,192, the default tile, in two halves; 12,288, kp.TILE_3, in three parts;
+# 4,096 and less in one), smaller ones the strided-group one
 # (_tile_part; tiles of 32 its 32-group bound). The merge's pool follows the number of tiles: one
 # tile (its list is C), then a paired pool of 32 keys per tile up to 16 tiles, of 16 and 8 keys up
 # to 32 and 64 tiles: small_tiles and tiny_tiles at V = 1,100 take 18 and 35 tiles, where pair_hot,
@@ -198,7 +199,7 @@ VOCABS: dict[str, tuple[int, ...]] = {
     "tiny_tiles": (1, 33, 1100),
     "bitonic": (4097, 9000),
     "halves_bitonic": (9000,),
-    "thirds_bitonic": (30000,),
+    "thirds_bitonic": (9000,),
     "bitonic_pairs": (1100,),
     "bitonic_pairs_network": (1100,),
 }
