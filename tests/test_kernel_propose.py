@@ -241,7 +241,7 @@ def _bad_calls() -> list[tuple[str, dict[str, Any]]]:
         ("out.status", {"out": make_outputs(3, DEVICE)}),
         ("out", {"out": make_outputs(2, DEVICE)[:3]}),
         ("out.ids", {"out": (*make_outputs(2, DEVICE)[:2], torch.zeros((2, 32), dtype=torch.int64), tp)}),
-        ("workspace", {"workspace": make_workspace(2, 100000, DEVICE)}),
+        ("workspace", {"workspace": make_workspace(3, 40, DEVICE)}),  # (a workspace for 3 rows)
         ("workspace", {"workspace": "scratch"}),
         ("trace", {"trace": torch.zeros((2, 7), dtype=torch.int64, device=DEVICE)}),
     ]
