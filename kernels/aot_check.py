@@ -38,7 +38,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 # libdevice's binary64 exp contributes fma/add/mul/selp/setp.f64 and a float test of the argument's
@@ -285,11 +285,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
 
 def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
     """Compile the variants for sm_<arch>; returns per-variant results and the audit verdict."""
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-        raise RuntimeError("aot_check needs TRITON_INTERPRET unset or 0")
-    os.environ["TRITON_INTERPRET"] = "0"  # keep dyadic24.kernels.backend from choosing the interpreter
-    import triton
-
+    _compiling()
     from dyadic24.kernels import exp_sweep_jit, merge_jit, tile_jit
 
     kernels = {
@@ -297,9 +293,89 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         "merge_kernel": merge_jit.merge_kernel,
         "sweep_kernel": exp_sweep_jit.sweep_kernel,
     }
+
+    def audit(kernel: str, name: str, compiled: Any, consts: dict[str, Any], ops: Counter[str]) -> list[str]:
+        if kernel == "sweep_kernel":
+            return []  # (its own audit: dyadic24.kernels.exp_sweep)
+        problems: list[str] = []
+        if name in LOAD_BATCH_AUDIT:
+            sass = cubin_tool(compiled, "nvdisasm", "-c")
+            want = consts["TILE"] // (int(tile_jit.NT.value) * 4)  # binary32: 4 per 16-byte load
+            got = None if sass is None else batched_wide_loads(sass)
+            batched[name] = {"wide_loads_before_first_use": got, "per_thread": want}
+            if got is not None and got < want:
+                problems.append(f"{name}: {got} of {want} logits loads issued before the first use (SASS)")
+        if kernel == "tile_kernel":
+            problems += audit_tile(name, ops)
+        if kernel == "merge_kernel":
+            problems += audit_merge(name, ops, exact_counts=True)
+        return problems
+
+    batched: dict[str, Any] = {}
+    report = _compile_all(kernels, _variants(everything), arch, audit)
+    for name, loads in batched.items():
+        report["variants"][name]["batched_loads"] = loads
+    return report
+
+
+def check_sharded(arch: int = 90) -> dict[str, Any]:
+    """The vocabulary-sharded kernels (sharded_jit) compiled for sm_<arch> and audited: the tile and
+    reduce kernels hold no float instruction, the merge obeys the merge kernel's rules (audit_merge)."""
+    _compiling()
+    from dyadic24.kernels import sharded_jit
+
+    kernels = {
+        "tile": sharded_jit.shard_tile_kernel,
+        "reduce": sharded_jit.shard_reduce_kernel,
+        "merge": sharded_jit.shard_merge_kernel,
+    }
+    ints = ("V_local", "vocab_offset", "n_tiles", "cand_stride", "flag_base", "flag_stride")
+    variants: list[tuple[str, str, dict[str, str], dict[str, Any], dict[str, Any]]] = []
+    for src, ptr in ((0, "*i32"), (1, "*i16"), (2, "*i16")):
+        sig = {"logits_ptr": ptr, "cand_ptr": "*i64", "flags_ptr": "*i64", **dict.fromkeys(ints, "i32")}
+        variants.append(("tile", f"tile/src{src}", sig, {"TILE": 4096, "SRC": src}, {}))
+    sig = {"cand_ptr": "*i64", "flags_ptr": "*i64", "send_ptr": "*i64", "n_tiles": "i32"}
+    variants.append(("reduce", "reduce", sig, {"CHUNK": 1024, "FCHUNK": 64}, {}))
+    sig = {
+        "gath_ptr": "*i64", "temp_ptr": "*i32", "seed_ptr": "*i64", "round_ptr": "*i64", "pos_ptr": "*i64",
+        "tab_z_ptr": "*i64", "tab_e_ptr": "*i64", "status_ptr": "*i32", "token_ptr": "*i32",
+        "ids_ptr": "*i32", "tickets_ptr": "*i32", "batch": "i32", "world": "i32", "tau_bits": "i32",
+        "tab_n": "i32",
+    }  # fmt: skip
+    for wblock in (2, 32):
+        variants.append(("merge", f"merge/wblock{wblock}", sig, {"WBLOCK": wblock, "TAB_ITERS": 6}, {}))
+
+    def audit(
+        kernel: str, name: str, _compiled: Any, _consts: dict[str, Any], ops: Counter[str]
+    ) -> list[str]:
+        if kernel == "merge":
+            return audit_merge(name, ops, exact_counts=True)
+        return [f"{name}: floating-point instructions {dict(ops)}"] if ops else []
+
+    return _compile_all(kernels, variants, arch, audit)
+
+
+def _compiling() -> None:
+    """Compile for the GPU, not the interpreter (before the kernel modules are imported)."""
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        raise RuntimeError("aot_check needs TRITON_INTERPRET unset or 0")
+    os.environ["TRITON_INTERPRET"] = "0"  # keep dyadic24.kernels.backend from choosing the interpreter
+
+
+def _compile_all(
+    kernels: dict[str, Any],
+    variants: list[tuple[str, str, dict[str, str], dict[str, Any], dict[str, Any]]],
+    arch: int,
+    audit: Callable[[str, str, Any, dict[str, Any], Counter[str]], list[str]],
+) -> dict[str, Any]:
+    """Compile each (kernel, name, signature, constexprs, launch options) variant for sm_<arch>: the
+    per-variant results (float instructions, seconds) and the problems that ``audit`` and the search
+    for approximate instructions find, every failing variant reported."""
+    import triton
+
     results: dict[str, Any] = {}
     problems: list[str] = []
-    for kernel, name, sig, consts, launch in _variants(everything):
+    for kernel, name, sig, consts, launch in variants:
         began = time.perf_counter()
         try:
             compiled = compile_variant(kernels[kernel], sig, consts, launch, arch)
@@ -307,29 +383,16 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
             results[name] = {"compiled": False, "error": repr(exc)[:4000]}
             problems.append(f"{name}: does not compile")
             continue
-        ptx = compiled.asm["ptx"]
-        ops = float_ops(ptx)
-        approx = sorted(op for op in ops if op.startswith(APPROX))
+        ops = float_ops(compiled.asm["ptx"])
         results[name] = {
             "compiled": True,
             "seconds": round(time.perf_counter() - began, 2),
             "float_ops": dict(ops),
         }
+        approx = sorted(op for op in ops if op.startswith(APPROX))
         if approx:
             problems.append(f"{name}: approximate instructions {approx}")
-        if kernel == "sweep_kernel":
-            continue  # (its own audit: dyadic24.kernels.exp_sweep)
-        if name in LOAD_BATCH_AUDIT:
-            sass = cubin_tool(compiled, "nvdisasm", "-c")
-            want = consts["TILE"] // (int(tile_jit.NT.value) * 4)  # binary32: 4 per 16-byte load
-            got = None if sass is None else batched_wide_loads(sass)
-            results[name]["batched_loads"] = {"wide_loads_before_first_use": got, "per_thread": want}
-            if got is not None and got < want:
-                problems.append(f"{name}: {got} of {want} logits loads issued before the first use (SASS)")
-        if kernel == "tile_kernel":
-            problems += audit_tile(name, ops)
-        if kernel == "merge_kernel":
-            problems += audit_merge(name, ops, exact_counts=True)
+        problems += audit(kernel, name, compiled, consts, ops)
     return {
         "arch": arch,
         "triton": triton.__version__,

@@ -40,7 +40,7 @@ from dyadic24.kernels.backend import select_backend  # noqa: E402
 select_backend()
 
 from dyadic24.api import ArgumentError  # noqa: E402
-from dyadic24.kernels import sharded, sharded_check  # noqa: E402
+from dyadic24.kernels import sharded, sharded_check, sharded_check_bits, sharded_check_rows  # noqa: E402
 from dyadic24.kernels.exp_table import TABLE_PATH  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -171,7 +171,7 @@ def test_merge_over_many_ranks_without_processes() -> None:
     world, batch, vocab = 40, 6, 300
     families = ("nan", "pinf", "neginf", "badtemp", "ties", "normal")
     call = fuzz.make_call(rng, batch, vocab, "float32", [], families=families)
-    offsets, sizes = sharded_check.make_split(rng, vocab, world, "shuffled")
+    offsets, sizes = sharded_check_rows.make_split(rng, vocab, world, "shuffled")
     dev = propose.kernel_device()
     records = []
     for off, size in zip(offsets, sizes, strict=True):
@@ -199,7 +199,7 @@ def test_merge_over_many_ranks_without_processes() -> None:
         )  # fmt: skip
     want = propose_fast(call.logits, call.temperature, call.seed, call.round, call.position, tau=call.tau)
     assert sorted(set(want.status.tolist())) == [0, 1, 2, 3, 4]
-    for got, field in zip(outs, sharded_check.FIELDS, strict=True):
+    for got, field in zip(outs, sharded_check_rows.FIELDS, strict=True):
         assert np.array_equal(got.cpu().numpy(), getattr(want, field)), field
 
 
@@ -230,14 +230,14 @@ def test_world2_golden(world2: dict[str, Any]) -> None:
     vectors, rows, groups = _golden_count()
     if DEEP:
         assert (sec["vectors"], sec["vectors_left_out"]) == (vectors, 0)
-        assert sec["rows"] == rows * len(sharded_check.GOLDEN_SPLITS)
+        assert sec["rows"] == rows * len(sharded_check_bits.GOLDEN_SPLITS)
     else:
         assert sec["vectors"] + sec["vectors_left_out"] == vectors
         assert sec["vectors"] >= groups and sec["rows"] >= sec["vectors"]
     assert set(sec["failing_rows"]) >= {"across_ranks", "expected", "fast_reference"}
     assert not any(sec["failing_rows"].values())
     assert sec["empty_rank_shards"] > 0
-    assert set(sec["splits"]) == set(sharded_check.GOLDEN_SPLITS)
+    assert set(sec["splits"]) == set(sharded_check_bits.GOLDEN_SPLITS)
 
 
 def test_world2_statuses(world2: dict[str, Any]) -> None:
