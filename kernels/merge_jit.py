@@ -21,7 +21,13 @@ import triton.language as tl  # noqa: E402
 from triton.language.extra.cuda import gdc_wait  # noqa: E402
 
 from dyadic24.kernels.clause5_hw_jit import tau_reciprocal  # noqa: E402
-from dyadic24.kernels.finish_jit import draw_words, early_draw, finish_best, greedy_outputs  # noqa: E402
+from dyadic24.kernels.finish_jit import (  # noqa: E402
+    draw_words,
+    early_draw,
+    finish_best,
+    greedy_outputs,
+    load_inputs,
+)
 from dyadic24.kernels.ieee_jit import KEY_PAD  # noqa: E402
 from dyadic24.kernels.select_jit import (  # noqa: E402
     K_C,
@@ -101,30 +107,26 @@ def merge_kernel(
     if not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
     word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
-    d_tb = 0
-    d_seed = 0
-    d_rnd = 0
-    d_pos = 0
+    inputs = (temp_ptr, seed_ptr, round_ptr, pos_ptr)  # (the tuples of finish_jit's module comment)
+    table = (tab_z_ptr, tab_e_ptr, tab_n)
+    outs = (status_ptr, token_ptr, ids_ptr, tickets_ptr)
     if TAGGED:
         # the draw's inputs and the tiles' words, loaded at once (no load waits behind another)
-        d_tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
-        d_seed = tl.load(seed_ptr + row)
-        d_rnd = tl.load(round_ptr + row)
-        d_pos = tl.load(pos_ptr + row)
+        loaded = load_inputs(row, inputs)
         sa, sb, sf = _pool_loads(
             cand_ptr + row * (n_tiles * K_C), flags_ptr + row * n_tiles, n_tiles, MPOOL_T, MPOOL_K, False
         )
     else:
+        loaded = (0, 0, 0, 0)
         sa = 0
         sb = 0
         sf = 0
         if PDL:
             gdc_wait()
     _merge_row(
-        logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, temp_ptr, seed_ptr, round_ptr, pos_ptr,
-        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr,
-        row, V, n_tiles, tau_bits, rtau, tab_n, greedy_fast, sa, sb, sf, ktag, ftag, d_tb, d_seed, d_rnd,
-        d_pos, TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K, BY_COUNT, TILE, TAGGED, POOL_RUN, IDS26,
+        logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, inputs, table, outs, trace_ptr, row, V, n_tiles,
+        tau_bits, rtau, greedy_fast, sa, sb, sf, ktag, ftag, loaded, TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K,
+        BY_COUNT, TILE, TAGGED, POOL_RUN, IDS26,
     )  # fmt: skip
     if TAGGED:
         tl.store(counter_ptr + row, next_epoch(word))
@@ -136,33 +138,22 @@ def _merge_row(
     cand_ptr,
     flags_ptr,
     mscratch_ptr,
-    temp_ptr,
-    seed_ptr,
-    round_ptr,
-    pos_ptr,
-    tab_z_ptr,
-    tab_e_ptr,
-    status_ptr,
-    token_ptr,
-    ids_ptr,
-    tickets_ptr,
+    inputs,
+    table,
+    outs,
     trace_ptr,
     row,
     V,
     n_tiles,
     tau_bits,
     rtau,
-    tab_n,
     greedy_fast,
     spec_a,
     spec_b,
     spec_f,
     ktag,
     ftag,
-    d_tb,
-    d_seed,
-    d_rnd,
-    d_pos,
+    loaded,
     TAB_ITERS: tl.constexpr,
     TRACE: tl.constexpr,
     SRC: tl.constexpr,
@@ -177,7 +168,7 @@ def _merge_row(
     """merge_kernel's row once the tiles' words may be read: the flags' maximum (clause 2.1), the draw,
     C (clause 3.2) and the greedy outputs or the finish. TAGGED: spec_a, spec_b and spec_f are the
     pool's and the flags' words as loaded at the start (_pool_loads), ktag and ftag the row's tags,
-    d_tb .. d_pos the draw's inputs."""
+    ``loaded`` the draw's inputs (finish_jit.load_inputs)."""
     n_cand = n_tiles * K_C
     cbase = cand_ptr + row * n_cand
     if MPOOL_T > 1 and not TAGGED:
@@ -189,10 +180,11 @@ def _merge_row(
     if not TAGGED:
         acc = tl.load(flags_ptr + row * n_tiles + fo, mask=fo < n_tiles, other=0, cache_modifier=".cg")
     # ---- clause 9: the draw, before C is known (finish_core discards it for other than sampled rows)
-    if TAGGED:
-        tb, k0, k1, x0, x1, x2, x3 = draw_words(d_tb, d_seed, d_rnd, d_pos)
+    if TAGGED:  # noqa: SIM108 (constexpr branch)
+        draw = draw_words(loaded)
     else:
-        tb, k0, k1, x0, x1, x2, x3 = early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr)
+        draw = early_draw(row, inputs)
+    tb = draw[0]
     if TAGGED:
         pool_q, fmax, _reloads = _pool_validated(
             cbase, flags_ptr + row * n_tiles, n_tiles, spec_a, spec_b, spec_f, ktag, ftag, MPOOL_T, MPOOL_K
@@ -209,7 +201,7 @@ def _merge_row(
     # the temperature's bits, loaded with the draw's inputs)
     if greedy_fast and TAGGED:
         # the pool holds every tile's lane 0, its largest key (the tiles of a greedy row store only it)
-        greedy_outputs(row, tl.max(pool_q), fmax, tb, status_ptr, token_ptr, ids_ptr, tickets_ptr)
+        greedy_outputs(row, tl.max(pool_q), fmax, tb, outs)
     elif greedy_fast:
         # every tile stored its largest key in lane 0; C is not needed past a* (clause 4.1)
         am = tl.load(cbase + fo * K_C, mask=fo < n_tiles, other=KEY_PAD, cache_modifier=".cg")
@@ -220,7 +212,7 @@ def _merge_row(
                 am, tl.load(cbase + o * K_C, mask=o < n_tiles, other=KEY_PAD, cache_modifier=".cg")
             )
             tstart += FCHUNK
-        greedy_outputs(row, tl.max(am), fmax, tb, status_ptr, token_ptr, ids_ptr, tickets_ptr)
+        greedy_outputs(row, tl.max(am), fmax, tb, outs)
     else:
         # C leaves the pool's network in clause-3.1 order only where it is sorted anyway or the trace
         # needs that order (select_jit.top32_runs; a pool of 32 lanes, MPOOL_T = 2, has no fold)
@@ -237,9 +229,8 @@ def _merge_row(
         else:
             best = _merge_threshold(cbase, mscratch_ptr + row * (MCAP + K_C), n_tiles)
         finish_best(
-            logits_ptr, best, fmax, row, V, tb, k0, k1, x0, x1, x2, x3, tab_z_ptr, tab_e_ptr, status_ptr,
-            token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, rtau, tab_n, TAB_ITERS, TRACE, SRC,
-            BY_COUNT, IDS26, SORTED_C,
+            logits_ptr, best, fmax, row, V, draw, table, outs, trace_ptr, tau_bits, rtau, TAB_ITERS, TRACE,
+            SRC, BY_COUNT, IDS26, SORTED_C,
         )  # fmt: skip
 
 
@@ -372,7 +363,9 @@ def _key_pair(keys, TILE: tl.constexpr, NG: tl.constexpr):
     """The pool pair (tile % NG) of each real key's token ID, -1 for KEY_PAD. The key's low word is
     2^32 - 1 - ID (clause 3.1), so the ID is its 32-bit complement; IDs are below 2^31 and TILE and NG
     powers of two, so unsigned 32-bit arithmetic gives the pair in two shifts and a mask."""
-    ids = ~(keys.to(tl.int32).to(tl.uint32, bitcast=True))
+    # (complemented as int32, then bitcast: the same bits and the same xor on the GPU, but Triton's
+    # interpreter before 3.9 builds ~'s all-ones uint32 from -1, which numpy 2 refuses; triton#11210)
+    ids = (~keys.to(tl.int32)).to(tl.uint32, bitcast=True)
     return tl.where(keys != KEY_PAD, ((ids // TILE) % NG).to(tl.int32), -1)
 
 
