@@ -7,7 +7,7 @@ the interpreter cannot see, and it audits the floating-point instructions of the
 variants are those the default plans launch on an H200 (propose.tile_options / merge_options of the
 plan as a GPU derives it: the bitonic ordering, the polling merge; pointers and V specialised as a
 launch on a vocabulary that is a multiple of 16 specialises them); by default the binary32 tile kernels
-of the three default tiles (two parts, three parts, and one half as a plan's choice) and the other
+of the three default tiles (two parts, three parts, and one part as a plan's choice) and the other
 logit formats' default tiles, and the binary32 merge with and without
 trace; --all adds the other formats' merges and big tiles, the traced tile, and the shapes whose merge
 does not poll (more than 64 tiles), has no pool (more than 128) or one tile. The tile kernel's only
@@ -64,7 +64,7 @@ APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "
 # Tile variants whose sm_90 SASS must issue every 16-byte logits load of a thread before the first
 # use of any of them (tile_jit._tile_bits): without it ptxas issued some of a thread's loads only
 # after the first ones' data had arrived, DRAM round trips in a row (DESIGN.md "Tile selection").
-LOAD_BATCH_AUDIT = ("tile/src0", "tile/src0/big", "tile/src0/three-part", "tile/src0/one-half")
+LOAD_BATCH_AUDIT = ("tile/src0", "tile/src0/big", "tile/src0/three-part", "tile/src0/one-part")
 SMS = 132  # an H200's SMs: the stagger's slots in the compiled variants
 
 
@@ -231,11 +231,11 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     # (logits format, name suffix, shape, trace). B = 1 at V = 163,840: 20 tiles of 8,192, one SM slot,
     # tagged, the pool's runs; B = 64: staggered, Triton's top-k in the pool; B = 8 at
     # V = 200,000: 200 tiles, staggered, the pool's runs; V = 600,000: 74 tiles, untagged;
-    # V = 2,000,000: 245 tiles, no pool; V = 4,096: one tile. "/one-half": a plan's tile of 4,096;
+    # V = 2,000,000: 245 tiles, no pool; V = 4,096: one tile. "/one-part": a plan's tile of 4,096;
     # "/three-part": B = 8 at V = 163,840, the default's TILE_3 (uncapped)
     default, big, staggered, three = (1, 163_840), (64, 163_840), (8, 200_000), (8, 163_840)
     tiles = [(0, "", default, False), (0, "/big", big, False), (0, "/stagger", staggered, False),
-             (0, "/three-part", three, False), (0, "/one-half", default, False), (1, "", default, False),
+             (0, "/three-part", three, False), (0, "/one-part", default, False), (1, "", default, False),
              (2, "", default, False)]  # fmt: skip
     merges = [(0, "", default, trace) for trace in (False, True)]
     if everything:
@@ -254,7 +254,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
         ]
     for src, suffix, (batch, vocab), trace in tiles:
         itemsize = 4 if src == 0 else 2
-        plan = h200(batch, vocab, itemsize, kp.TILE if suffix == "/one-half" else None)
+        plan = h200(batch, vocab, itemsize, kp.TILE if suffix == "/one-part" else None)
         stagger = kp.default_stagger(plan, SMS, itemsize)
         sig = {
             "logits_ptr": ptrs[src], "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",

@@ -62,24 +62,41 @@ TR_TREE = tl.constexpr(272)  # 16 + 8 + 4 + 2 + 1 binary64 patterns
 TRACE_WORDS = tl.constexpr(320)
 
 
+# Pointer and value groups travel between these functions as tuples (Triton inlines them: the same
+# code as separate arguments), so each list is written once here and in the kernels that build them:
+#   inputs  (temp_ptr, seed_ptr, round_ptr, pos_ptr): the row's temperature, seed, round, position
+#   loaded  (tb, seed, rnd, pos): those values as loaded (tb the temperature's bits, int64)
+#   draw    (tb, k0, k1, x0, x1, x2, x3): draw_words' result
+#   table   (tab_z_ptr, tab_e_ptr, tab_n): the exp near-midpoint table (exp_jit)
+#   outs    (status_ptr, token_ptr, ids_ptr, tickets_ptr): the clause-12.1 outputs
+#   flags   (any_nan, any_pinf, any_live): the row's clause-2.1 flags
+# A kernel's own argument list cannot take them: its launch and aot_check's signatures name every
+# pointer (benchmarks/DESIGN.md "Code shared between the kernels").
+
+
 @triton.jit
-def early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr):
+def early_draw(row, inputs):
     """The row's temperature bits and, for a row whose T is not +-0, its clause-9 draw, computed
     before C is known (the inputs are ready at once, so the 20 Philox rounds overlap the merge's
     memory latency). Rows that turn out failed or greedy discard the words (finish_core zeroes them),
     so no output or trace bit depends on this having run (clauses 4.2, 10.3 concern outputs, not
     work)."""
-    tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
-    seed = tl.load(seed_ptr + row)
-    rnd = tl.load(round_ptr + row)
-    pos = tl.load(pos_ptr + row)
-    return draw_words(tb, seed, rnd, pos)
+    return draw_words(load_inputs(row, inputs))
 
 
 @triton.jit
-def draw_words(tb, seed, rnd, pos):
-    """early_draw from its loaded inputs: (tb, k0, k1, x0, x1, x2, x3), zeros when T is +-0
+def load_inputs(row, inputs):
+    """The row's ``loaded`` values from its ``inputs`` (module comment)."""
+    temp_ptr, seed_ptr, round_ptr, pos_ptr = inputs
+    tb = tl.load(temp_ptr + row).to(tl.int64) & 0xFFFFFFFF
+    return tb, tl.load(seed_ptr + row), tl.load(round_ptr + row), tl.load(pos_ptr + row)
+
+
+@triton.jit
+def draw_words(loaded):
+    """early_draw from its ``loaded`` inputs: (tb, k0, k1, x0, x1, x2, x3), zeros when T is +-0
     (clauses 9.2, 9.3)."""
+    tb, seed, rnd, pos = loaded
     zero_u = (tb & 0).to(tl.uint64)
     k0 = zero_u
     k1 = zero_u
@@ -103,10 +120,11 @@ def row_status(any_nan, any_pinf, any_live, tb):
 
 
 @triton.jit
-def greedy_outputs(row, top, fmax, tb, status_ptr, token_ptr, ids_ptr, tickets_ptr):
+def greedy_outputs(row, top, fmax, tb, outs):
     """The outputs of a row whose temperature is +-0, without trace: status (2.1), then a* with all 2^24
     tickets (3.3, 4.1) or the failed row's values (2.3); ``top`` is the row's largest key, ``fmax``
     the row's flag word, ``tb`` the temperature's bits (int64)."""
+    status_ptr, token_ptr, ids_ptr, tickets_ptr = outs
     lane = tl.arange(0, K_C)
     status = row_status((fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb)
     astar = 0xFFFFFFFF - (top & 0xFFFFFFFF)
@@ -124,23 +142,12 @@ def finish_best(
     fmax,
     row,
     V,
-    tb,
-    k0,
-    k1,
-    x0,
-    x1,
-    x2,
-    x3,
-    tab_z_ptr,
-    tab_e_ptr,
-    status_ptr,
-    token_ptr,
-    ids_ptr,
-    tickets_ptr,
+    draw,
+    table,
+    outs,
     trace_ptr,
     tau_bits,
     rtau,
-    tab_n,
     TAB_ITERS: tl.constexpr,
     TRACE: tl.constexpr,
     SRC: tl.constexpr,
@@ -158,46 +165,25 @@ def finish_best(
         lb = load_bits32(logits_ptr + row * V, tl.where(valid, ids, 0), valid, SRC)
     else:
         lb = tl.where(valid, key_bits32(best), 0)  # -0 as +0: no output bit changes (key_bits32)
+    flags = (fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1
     finish_core(
-        row, best, lb, (fmax >> 2) & 1, (fmax >> 1) & 1, fmax & 1, tb, k0, k1, x0, x1, x2, x3,
-        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, trace_ptr, tau_bits, rtau,
-        tab_n, TAB_ITERS, TRACE, BY_COUNT, IDS26, SORTED_C,
+        row, best, lb, flags, draw, table, outs, trace_ptr, tau_bits, rtau, TAB_ITERS, TRACE, BY_COUNT, IDS26,
+        SORTED_C,
     )  # fmt: skip
 
 
 @triton.jit
-def finish_row(
-    row,
-    best,
-    lb,
-    any_nan,
-    any_pinf,
-    any_live,
-    temp_ptr,
-    seed_ptr,
-    round_ptr,
-    pos_ptr,
-    tab_z_ptr,
-    tab_e_ptr,
-    status_ptr,
-    token_ptr,
-    ids_ptr,
-    tickets_ptr,
-    tau_bits,
-    rtau,
-    tab_n,
-    TAB_ITERS: tl.constexpr,
-):
+def finish_row(row, best, lb, flags, inputs, table, outs, tau_bits, rtau, TAB_ITERS: tl.constexpr):
     """finish_core for a caller that holds C's keys (``best``, clause-3.1 order, KEY_PAD past K) and
     their binary32 patterns (``lb``) and the row's flags (the sharded merge, without a trace; its slot
     order sorts int64 words at any V)."""
     best = one_per_thread(best)
     lb = one_per_thread(lb)
-    tb, k0, k1, x0, x1, x2, x3 = early_draw(row, temp_ptr, seed_ptr, round_ptr, pos_ptr)
+    draw = early_draw(row, inputs)
+    no_trace = outs[0]  # (never written: TRACE is off)
     finish_core(
-        row, best, lb, any_nan, any_pinf, any_live, tb, k0, k1, x0, x1, x2, x3, tab_z_ptr, tab_e_ptr,
-        status_ptr, token_ptr, ids_ptr, tickets_ptr, status_ptr, tau_bits, rtau, tab_n, TAB_ITERS, False,
-        ORDER_BY_COUNT, False, True,
+        row, best, lb, flags, draw, table, outs, no_trace, tau_bits, rtau, TAB_ITERS, False, ORDER_BY_COUNT,
+        False, True,
     )  # fmt: skip
 
 
@@ -206,26 +192,13 @@ def finish_core(
     row,
     best,
     lb,
-    any_nan,
-    any_pinf,
-    any_live,
-    tb,
-    k0,
-    k1,
-    x0,
-    x1,
-    x2,
-    x3,
-    tab_z_ptr,
-    tab_e_ptr,
-    status_ptr,
-    token_ptr,
-    ids_ptr,
-    tickets_ptr,
+    flags,
+    draw,
+    table,
+    outs,
     trace_ptr,
     tau_bits,
     rtau,
-    tab_n,
     TAB_ITERS: tl.constexpr,
     TRACE: tl.constexpr,
     BY_COUNT: tl.constexpr,
@@ -236,10 +209,14 @@ def finish_core(
     top 32 keys (KEY_PAD past K), one lane per thread, in clause-3.1 order when SORTED_C (always with
     TRACE, whose order and m's pattern come from lane 0) and else in any order (only the slot
     order, clause 6.1, orders the finish's lanes: a* is then the largest key), ``lb`` their binary32
-    patterns, the flags the OR over the row's tiles (or shards), ``tb`` the temperature's bits and
-    k0, k1, x0..x3 the row's draw (early_draw; used by sampled rows only). IDS26: every token ID is
-    below 2^26 (V <= 2^26; the slot order's sort then runs on int32 words). Writes the row's outputs
-    and, when TRACE, its trace."""
+    patterns, ``flags`` the OR over the row's tiles (or shards) and ``draw`` the temperature's bits and
+    the row's draw (early_draw; used by sampled rows only). IDS26: every token ID is below 2^26
+    (V <= 2^26; the slot order's sort then runs on int32 words). Writes the row's outputs and, when
+    TRACE, its trace."""
+    any_nan, any_pinf, any_live = flags
+    tb, k0, k1, x0, x1, x2, x3 = draw
+    tab_z_ptr, tab_e_ptr, tab_n = table
+    status_ptr, token_ptr, ids_ptr, tickets_ptr = outs
     lane = tl.arange(0, 32)
     lane0 = lane * 0
     valid = best != KEY_PAD

@@ -158,7 +158,8 @@ def shard_merge_kernel(
     # e_i, S, p_i, count and ticket is the same (clauses 5-7). Only a trace would show the sign of
     # such a zero d or z (and of m), which is why the sharded path offers no trace.
     lb = key_bits32(best)
-    finish_row(
-        row, best, lb, any_nan, any_pinf, any_live, temp_ptr, seed_ptr, round_ptr, pos_ptr,
-        tab_z_ptr, tab_e_ptr, status_ptr, token_ptr, ids_ptr, tickets_ptr, tau_bits, rtau, tab_n, TAB_ITERS,
-    )  # fmt: skip
+    flags = any_nan, any_pinf, any_live
+    inputs = (temp_ptr, seed_ptr, round_ptr, pos_ptr)  # (the tuples of finish_jit's module comment)
+    table = (tab_z_ptr, tab_e_ptr, tab_n)
+    outs = (status_ptr, token_ptr, ids_ptr, tickets_ptr)
+    finish_row(row, best, lb, flags, inputs, table, outs, tau_bits, rtau, TAB_ITERS)

@@ -179,8 +179,8 @@ def _tile_fast(
     Layout. The tile is an [R, GW NT] array, element r * GW NT + c; column group t is columns GW t ..
     GW t + GW - 1, GW = the elements of one 16-byte load (4 binary32, 8 bfloat16 / binary16), so
     that thread t holds its R x GW elements and group reductions stay in registers. A tile of more
-    than 32 NT elements is two such arrays (HALVES = 2; the second from element TILE / 2 on), and the
-    tile of 96 NT (propose.TILE_3) three (HALVES = 3, from 0, TILE / 3 and 2 TILE / 3); the elements
+    than 32 NT elements is two such arrays (PARTS = 2; the second from element TILE / 2 on), and the
+    tile of 96 NT (propose.TILE_3) three (PARTS = 3, from 0, TILE / 3 and 2 TILE / 3); the elements
     of column group t in every part form one group with one selection mask per part (a 32-bit mask
     holds R GW <= 32 bits): per element the same work, per tile the bound, scan, compaction and top
     32 once for two or three times the elements.
@@ -208,11 +208,11 @@ def _tile_fast(
     which sets the NaN flag; the row then fails (clause 2.3) and what the tile selects for it is
     never used. Lanes past V read as -inf."""
     GW: tl.constexpr = 4 if SRC == SRC_F32 else 8  # elements per 16-byte load: one thread's columns
-    # a 32-bit mask holds a group's elements of one part: TILE_3 (three parts) fits one program per SM
-    # where BIG_TILE needs two on some (DESIGN.md "Tile size, warps and registers")
-    HALVES: tl.constexpr = 3 if TILE > NT * 64 else (2 if TILE > NT * 32 else 1)
-    HALF: tl.constexpr = TILE // HALVES
-    R: tl.constexpr = HALF // (NT * GW)
+    # a 32-bit mask holds a group's elements of one part (PART elements): TILE_3 (three parts) fits
+    # one program per SM where BIG_TILE (two) needs two on some (DESIGN.md "Tile size, warps and registers")
+    PARTS: tl.constexpr = 3 if TILE > NT * 64 else (2 if TILE > NT * 32 else 1)
+    PART: tl.constexpr = TILE // PARTS
+    R: tl.constexpr = PART // (NT * GW)
     rr = tl.arange(0, R)[:, None]
     cc = tl.arange(0, NT * GW)[None, :]
     loc = rr * (NT * GW) + cc
@@ -221,20 +221,20 @@ def _tile_fast(
     inb = loc < lim
     full = first_id + TILE <= V
     base = logits_ptr + (row * V + first_id)
-    inb2 = loc + HALF < lim
-    inb3 = loc + 2 * HALF < lim
-    b, b2, b3 = _tile_bits(base, loc, inb, inb2, inb3, full, HALF, HALVES, SRC)
+    inb2 = loc + PART < lim
+    inb3 = loc + 2 * PART < lim
+    b, b2, b3 = _tile_bits(base, loc, inb, inb2, inb3, full, PART, PARTS, SRC)
     x = b.to(tl.float32, bitcast=True)
     x2 = b2.to(tl.float32, bitcast=True)
     x3 = b3.to(tl.float32, bitcast=True)
     # per element only binary32 comparisons and a NaN-propagating maximum (one instruction each);
     # value keys are formed per column group (DESIGN.md "Tile selection": "Comparisons, not keys")
-    # (the halves' maximum first: every first use then needs both halves' loads, so ptxas issues all
-    # 16 before it; reducing one half first left the second half's loads behind the first's data)
+    # (the parts' maximum first: every first use then needs every part's loads, so ptxas issues all
+    # of them before it; reducing one part first left the next part's loads behind the first's data)
     xm = x
-    if HALVES >= 2:
+    if PARTS >= 2:
         xm = _max_nan(x, x2)
-    if HALVES == 3:
+    if PARTS == 3:
         xm = _max_nan(xm, x3)
     cmax = _reduce_max_nan(xm, 0, BY_COUNT)
     gmax_f = _reduce_max_nan(tl.reshape(cmax, [NT, GW]), 1, BY_COUNT)
@@ -254,11 +254,11 @@ def _tile_fast(
         top = tl.max(gmax)
         top_f = key_value32(top)
         first = tl.min(tl.min(tl.where(inb & (x == top_f), loc, TILE), axis=0))
-        if HALVES >= 2:
-            at2 = tl.where(inb2 & (x2 == top_f), loc + HALF, TILE)
+        if PARTS >= 2:
+            at2 = tl.where(inb2 & (x2 == top_f), loc + PART, TILE)
             first = tl.minimum(first, tl.min(tl.min(at2, axis=0)))
-        if HALVES == 3:
-            at3 = tl.where(inb3 & (x3 == top_f), loc + 2 * HALF, TILE)
+        if PARTS == 3:
+            at3 = tl.where(inb3 & (x3 == top_f), loc + 2 * PART, TILE)
             first = tl.minimum(first, tl.min(tl.min(at3, axis=0)))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))  # its key (clause 3.1)
         tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
@@ -271,7 +271,7 @@ def _tile_fast(
             theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
         bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
         theta_f = key_value32(theta)  # (x > theta_f exactly when value_key32(x) > theta, x not NaN)
-        gtb, gtb2, gtb3, c_gt, n_gt = _gt_masks(x, x2, x3, theta_f, bit, HALVES, GW)
+        gtb, gtb2, gtb3, c_gt, n_gt = _gt_masks(x, x2, x3, theta_f, bit, PARTS, GW)
         col = tl.arange(0, NT)  # (the compaction's column indices)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
@@ -280,11 +280,9 @@ def _tile_fast(
             cnt = c_gt
             n_sel = n_gt
         else:  # (the ties' masks only here)
-            eqb, eqb2, eqb3, c_eq, n_eq = _eq_masks(
-                x, inb, x2, inb2, x3, inb3, full, theta_f, bit, HALVES, GW
-            )
+            eqb, eqb2, eqb3, c_eq, n_eq = _eq_masks(x, inb, x2, inb2, x3, inb3, full, theta_f, bit, PARTS, GW)
             bits, bits2, bits3, cnt, n_sel = _with_ties(
-                gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE, HALVES, GW
+                gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE, PARTS, GW
             )
         if n_sel <= FCAP:
             # each column's selected indices to consecutive slots of the program's row, lowest bit first
@@ -294,29 +292,26 @@ def _tile_fast(
             kmax = tl.max(cnt)
             n = kmax * 0
             while n < kmax:
-                if HALVES == 3:
-                    first_half = bits != 0
-                    second = (bits == 0) & (bits2 != 0)
-                    lowbit = tl.where(first_half, bits, tl.where(second, bits2, bits3))
-                    lowbit = lowbit & -lowbit
-                    bi = bit_index(lowbit)
-                    li = _bit_loc(bi, col, GW) + tl.where(first_half, 0, tl.where(second, HALF, 2 * HALF))
-                    bits = tl.where(first_half, bits ^ lowbit, bits)
-                    bits2 = tl.where(second, bits2 ^ lowbit, bits2)
-                    bits3 = tl.where(first_half | second, bits3, bits3 ^ lowbit)
-                elif HALVES == 2:
-                    first_half = bits != 0
-                    lowbit = tl.where(first_half, bits, bits2)
-                    lowbit = lowbit & -lowbit
-                    bi = bit_index(lowbit)
-                    li = _bit_loc(bi, col, GW) + tl.where(first_half, 0, HALF)
-                    bits = tl.where(first_half, bits ^ lowbit, bits)
-                    bits2 = tl.where(first_half, bits2, bits2 ^ lowbit)
-                else:
+                if PARTS == 1:
                     lowbit = bits & -bits
-                    bi = bit_index(lowbit)
-                    li = _bit_loc(bi, col, GW)
+                    li = _bit_loc(bit_index(lowbit), col, GW)
                     bits = bits ^ lowbit
+                else:
+                    # the lowest set bit of the first part whose mask has one (parts in index order)
+                    # is taken and cleared there; of two parts the second has it whenever the first
+                    # has none (LLVM folds the third part's terms away then: the same SASS)
+                    in1 = bits != 0
+                    in2 = bits == 0
+                    if PARTS == 3:
+                        in2 = in2 & (bits2 != 0)
+                    lowbit = tl.where(in1, bits, tl.where(in2, bits2, bits3))
+                    lowbit = lowbit & -lowbit
+                    off = tl.where(in1, 0, tl.where(in2, PART, 2 * PART))  # (the part's first element)
+                    li = _bit_loc(bit_index(lowbit), col, GW) + off
+                    bits = tl.where(in1, bits ^ lowbit, bits)
+                    bits2 = tl.where(in2, bits2 ^ lowbit, bits2)
+                    if PARTS == 3:
+                        bits3 = tl.where(in1 | in2, bits3, bits3 ^ lowbit)
                 tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
                 n += 1
             tl.debug_barrier()  # the indices were written by other threads of this program
@@ -381,7 +376,7 @@ def _parts_fallback(logits_ptr, cand_ptr, s_row, pid, row, tile, V, ktag, TILE: 
     running top 32 in the first (keys are unique, so the tile's top 32 are among its parts' top 32).
     A part of 8 lanes per thread in a loop needs a fraction of the registers and code of the whole
     tile: compiled into every tile program, the fallback no longer sets their register allocation
-    (DESIGN.md "Tile selection", "A lean fallback")."""
+    (DESIGN.md "Tile selection": "Fallbacks, for adversarial tiles only")."""
     PART: tl.constexpr = 8 * NT
     first_id = tile * TILE
     base = logits_ptr + (row * V + first_id)
@@ -451,30 +446,30 @@ def _part_ranked(sk, inb, loc, gm, first_id, s_row, dst, dtag, TILE: tl.constexp
 
 
 @triton.jit
-def _tile_bits(base, loc, inb, inb2, inb3, full, HALF: tl.constexpr, HALVES: tl.constexpr, SRC: tl.constexpr):
+def _tile_bits(base, loc, inb, inb2, inb3, full, PART: tl.constexpr, PARTS: tl.constexpr, SRC: tl.constexpr):
     """A tile's binary32 patterns as int32 (clause 1.2), lanes past V as -inf (0xFF800000): (first,
     second, third part), a part the tile lacks equal to the first.
 
     A full tile loads without a mask in a block of its own, all parts in the same block: with only
-    the masked form, or with one block per half, ptxas kept some of a thread's 16-byte loads behind
+    the masked form, or with one block per part, ptxas kept some of a thread's 16-byte loads behind
     the first ones' data, DRAM round trips in a row instead of one (aot_check audits the SASS). The
     same bits either way."""
     if full:
         b = _widen(tl.load(base + loc), SRC)
         b2 = b
         b3 = b
-        if HALVES >= 2:
-            b2 = _widen(tl.load(base + HALF + loc), SRC)
-        if HALVES == 3:
-            b3 = _widen(tl.load(base + 2 * HALF + loc), SRC)
+        if PARTS >= 2:
+            b2 = _widen(tl.load(base + PART + loc), SRC)
+        if PARTS == 3:
+            b3 = _widen(tl.load(base + 2 * PART + loc), SRC)
     else:
         b = tl.where(inb, _widen(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
         b2 = b
         b3 = b
-        if HALVES >= 2:
-            b2 = tl.where(inb2, _widen(tl.load(base + HALF + loc, mask=inb2, other=0), SRC), -8388608)
-        if HALVES == 3:
-            b3 = tl.where(inb3, _widen(tl.load(base + 2 * HALF + loc, mask=inb3, other=0), SRC), -8388608)
+        if PARTS >= 2:
+            b2 = tl.where(inb2, _widen(tl.load(base + PART + loc, mask=inb2, other=0), SRC), -8388608)
+        if PARTS == 3:
+            b3 = tl.where(inb3, _widen(tl.load(base + 2 * PART + loc, mask=inb3, other=0), SRC), -8388608)
     return b, b2, b3
 
 
@@ -485,7 +480,8 @@ def _widen(raw, SRC: tl.constexpr):
     instruction instead of the integer routine's ~50. Exact for every binary16 value, subnormals
     included; a NaN stays a NaN with its payload perhaps quieted, which no output can see: per element
     the tile only compares and takes NaN-propagating maxima (whose NaN is canonical), and the selected
-    elements are reloaded and widened by bits_i32 (DESIGN.md "Tile selection": "Binary16 logits")."""
+    elements are reloaded and widened by bits_i32 (DESIGN.md "Tile selection": "Comparisons, not keys,
+    per element")."""
     if SRC == SRC_F16:
         out = raw.to(tl.float16, bitcast=True).to(tl.float32).to(tl.int32, bitcast=True)
     else:
@@ -529,7 +525,7 @@ def _bit_loc(bi, col, GW: tl.constexpr):
 
 
 @triton.jit
-def _gt_masks(x, x2, x3, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
+def _gt_masks(x, x2, x3, theta, bit, PARTS: tl.constexpr, GW: tl.constexpr):
     """The elements above theta (binary32 values, a binary32 comparison) as one bit mask per column
     group and part (gtb2, gtb3 for the second and third, equal to gtb for parts the tile lacks), the
     groups' counts and the tile's total: (gtb, gtb2, gtb3, c_gt, n_gt). Masks, not per-element flags:
@@ -538,17 +534,17 @@ def _gt_masks(x, x2, x3, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
     c_gt = popc32(gtb)
     gtb2 = gtb
     gtb3 = gtb
-    if HALVES >= 2:
+    if PARTS >= 2:
         gtb2 = _group_bits(tl.where(x2 > theta, bit, 0), GW)
         c_gt += popc32(gtb2)
-    if HALVES == 3:
+    if PARTS == 3:
         gtb3 = _group_bits(tl.where(x3 > theta, bit, 0), GW)
         c_gt += popc32(gtb3)
     return gtb, gtb2, gtb3, c_gt, tl.sum(c_gt)
 
 
 @triton.jit
-def _eq_masks(x, inb, x2, inb2, x3, inb3, full, theta, bit, HALVES: tl.constexpr, GW: tl.constexpr):
+def _eq_masks(x, inb, x2, inb2, x3, inb3, full, theta, bit, PARTS: tl.constexpr, GW: tl.constexpr):
     """The elements at theta as _gt_masks forms those above it (eqb, eqb2, eqb3, c_eq, n_eq); formed
     only when fewer than 32 lie above theta (Gaussian rows almost never: DESIGN.md "Tile selection")."""
     eqb = _group_bits(tl.where(x == theta, bit, 0), GW)
@@ -557,12 +553,12 @@ def _eq_masks(x, inb, x2, inb2, x3, inb3, full, theta, bit, HALVES: tl.constexpr
     c_eq = popc32(eqb)
     eqb2 = eqb
     eqb3 = eqb
-    if HALVES >= 2:
+    if PARTS >= 2:
         eqb2 = _group_bits(tl.where(x2 == theta, bit, 0), GW)
         if not full:
             eqb2 = eqb2 & _group_bits(tl.where(inb2, bit, 0), GW)
         c_eq += popc32(eqb2)
-    if HALVES == 3:
+    if PARTS == 3:
         eqb3 = _group_bits(tl.where(x3 == theta, bit, 0), GW)
         if not full:
             eqb3 = eqb3 & _group_bits(tl.where(inb3, bit, 0), GW)
@@ -572,7 +568,7 @@ def _eq_masks(x, inb, x2, inb2, x3, inb3, full, theta, bit, HALVES: tl.constexpr
 
 @triton.jit
 def _with_ties(gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE: tl.constexpr,
-               HALVES: tl.constexpr, GW: tl.constexpr):  # fmt: skip
+               PARTS: tl.constexpr, GW: tl.constexpr):  # fmt: skip
     """_tile_fast's selection when fewer than 32 elements lie above theta: those and the ties at theta,
     or, when that is more than FCAP, the ties of lowest ID bounded by phi = the 32nd smallest of the
     columns' lowest tie indices (a column's lowest tie is its mask's lowest bit: within a column the
@@ -585,28 +581,28 @@ def _with_ties(gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bi
         cnt = c_gt + c_eq
         n_sel = n_gt + n_eq
     else:
-        HALF: tl.constexpr = TILE // HALVES
+        PART: tl.constexpr = TILE // PARTS
         col = tl.arange(0, NT)
         lo = bit_index(eqb & -eqb)
         tmin = tl.where(eqb != 0, _bit_loc(lo, col, GW), TILE)
-        if HALVES >= 2:
+        if PARTS >= 2:
             lo2 = bit_index(eqb2 & -eqb2)
-            tmin2 = HALF + _bit_loc(lo2, col, GW)
+            tmin2 = PART + _bit_loc(lo2, col, GW)
             tmin = tl.where((eqb == 0) & (eqb2 != 0), tmin2, tmin)
-        if HALVES == 3:
+        if PARTS == 3:
             lo3 = bit_index(eqb3 & -eqb3)
-            tmin3 = 2 * HALF + _bit_loc(lo3, col, GW)
+            tmin3 = 2 * PART + _bit_loc(lo3, col, GW)
             tmin = tl.where((eqb == 0) & (eqb2 == 0) & (eqb3 != 0), tmin3, tmin)
         phi = kth32_smallest(tmin)
         bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), GW))
         cnt = popc32(bits)
         bits2 = bits
         bits3 = bits
-        if HALVES >= 2:
-            bits2 = gtb2 | (eqb2 & _group_bits(tl.where(loc + HALF <= phi, bit, 0), GW))
+        if PARTS >= 2:
+            bits2 = gtb2 | (eqb2 & _group_bits(tl.where(loc + PART <= phi, bit, 0), GW))
             cnt += popc32(bits2)
-        if HALVES == 3:
-            bits3 = gtb3 | (eqb3 & _group_bits(tl.where(loc + 2 * HALF <= phi, bit, 0), GW))
+        if PARTS == 3:
+            bits3 = gtb3 | (eqb3 & _group_bits(tl.where(loc + 2 * PART <= phi, bit, 0), GW))
             cnt += popc32(bits3)
         n_sel = tl.sum(cnt)
     return bits, bits2, bits3, cnt, n_sel

@@ -159,7 +159,7 @@ def make_call(
 # Each plan forces paths of the two stages under the interpreter: a tile size (Plan.for_shape) and
 # the backend's choices replaced (the GPU's ordering, by_count=False; the GPU's polling merge,
 # poll=True). Tiles of 1,024 to 8,192 and of 12,288 take the column-group selection
-# (tile_jit._tile_fast; 8,192, the default tile, in two halves; 12,288, kp.TILE_3, in three parts;
+# (tile_jit._tile_fast; 8,192, the default tile, in two parts; 12,288, kp.TILE_3, in three parts;
 # 4,096 and less in one), smaller ones the strided-group one
 # (_tile_part; tiles of 32 its 32-group bound). The merge's pool follows the number of tiles: one
 # tile (its list is C), then a paired pool of 32 keys per tile up to 16 tiles, of 16 and 8 keys up
@@ -167,20 +167,20 @@ def make_call(
 # top_heavy, tail_heavy and two_heavy make hot pairs.
 # Past 128 tiles the threshold merge: test_kernel_select.py's test_threshold_merge_and_its_fallback.
 PLANS: dict[str, dict[str, Any]] = {
-    "one_half": {"tile": 4096},
+    "one_part": {"tile": 4096},
     # the GPU's merge: it polls the tile programs' tagged words (2 and 3 tiles: pools of 2 and 4)
     "poll": {"tile": 4096, "poll": True},
-    "halves": {"tile": 8192},  # (the default tile)
-    "thirds": {"tile": 12288},  # (three parts: kp.TILE_3)
+    "two_parts": {"tile": 8192},  # (the default tile)
+    "three_parts": {"tile": 12288},  # (three parts: kp.TILE_3)
     "small_tiles": {"tile": 64},
     # the hot pairs' lists reloaded tagged (merge_jit._tagged_lists)
     "small_tiles_poll": {"tile": 64, "poll": True},
     "tiny_tiles": {"tile": 32},
     # the GPU's ordering (Triton's bitonic top-k and sort; the column-group tile's per-warp bound, whose
-    # fallback warp_heavy and column_block reach) in one half, in halves and in the pairs
+    # fallback warp_heavy and column_block reach) in one, two and three parts and in the pairs
     "bitonic": {"tile": 4096, "by_count": False},
-    "halves_bitonic": {"tile": 8192, "by_count": False},
-    "thirds_bitonic": {"tile": 12288, "by_count": False},
+    "two_parts_bitonic": {"tile": 8192, "by_count": False},
+    "three_parts_bitonic": {"tile": 12288, "by_count": False},
     # (pool_run 16: each pair's run sorted by one merge and C left unsorted, as on the GPU up to 512
     # tile programs; the 31 rows of 18 tiles here are past that, where the default is Triton's top-k)
     "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True, "pool_run": 16},
@@ -190,22 +190,22 @@ PLANS: dict[str, dict[str, Any]] = {
 }
 
 VOCABS: dict[str, tuple[int, ...]] = {
-    "one_half": (1, 7, 33, 4097, 9000),
-    "halves": (1, 7, 33, 4097, 9000),
-    "thirds": (33, 9000, 30000),
+    "one_part": (1, 7, 33, 4097, 9000),
+    "two_parts": (1, 7, 33, 4097, 9000),
+    "three_parts": (33, 9000, 30000),
     "poll": (4097, 9000),
     "small_tiles": (1, 33, 1100),
     "small_tiles_poll": (1100,),
     "tiny_tiles": (1, 33, 1100),
     "bitonic": (4097, 9000),
-    "halves_bitonic": (9000,),
-    "thirds_bitonic": (9000,),
+    "two_parts_bitonic": (9000,),
+    "three_parts_bitonic": (9000,),
     "bitonic_pairs": (1100,),
     "bitonic_pairs_network": (1100,),
 }
 # Triton's bitonic networks are slow under the interpreter: these run in the deep profile only (every
 # path is still reached by default; CI's budget, README).
-DEEP_ONLY = {("one_half", 7), ("halves", 7), ("poll", 4097), ("bitonic", 4097)}
+DEEP_ONLY = {("one_part", 7), ("two_parts", 7), ("poll", 4097), ("bitonic", 4097)}
 
 
 def plan_for(name: str, batch: int, vocab: int) -> Plan:

@@ -42,14 +42,14 @@ def test_kernels_compile_for_sm90_with_exact_float_instructions(tmp_path: Path) 
     assert result["passed"], result["problems"]
     assert all(v["compiled"] for v in result["variants"].values())
     # the tile's logits loads all in flight at once (tile_jit._tile_bits), where nvdisasm exists
-    # (16 in the two halves of a tile of 8192, 24 in the three parts of TILE_3, tile/src0/three-part, 8 per
-    # thread in a plan's tile of 4096, tile/src0/one-half)
+    # (16 in the two parts of a tile of 8192, 24 in the three parts of TILE_3, tile/src0/three-part, 8 per
+    # thread in a plan's tile of 4096, tile/src0/one-part)
     audits = {n: v["batched_loads"] for n, v in result["variants"].items() if "batched_loads" in v}
-    assert sorted(audits) == ["tile/src0", "tile/src0/big", "tile/src0/one-half", "tile/src0/three-part"]
+    assert sorted(audits) == ["tile/src0", "tile/src0/big", "tile/src0/one-part", "tile/src0/three-part"]
     merges = [n for n in result["variants"] if n.startswith("merge/")]
     assert {"merge/src0", "merge/src0/trace"} <= set(merges) and len(merges) == (14 if DEEP else 2)
     for name, audit in audits.items():
-        assert audit["per_thread"] == {"/one-half": 8, "/three-part": 24}.get(name[len("tile/src0") :], 16)
+        assert audit["per_thread"] == {"/one-part": 8, "/three-part": 24}.get(name[len("tile/src0") :], 16)
         if audit["wide_loads_before_first_use"] is not None:
             assert audit["wide_loads_before_first_use"] >= audit["per_thread"]
 

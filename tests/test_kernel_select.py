@@ -25,7 +25,7 @@ from kernel_rows import check_plan, plan_for, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
-PATHS = ["one_half", "halves", "thirds", "small_tiles", "tiny_tiles"]
+PATHS = ["one_part", "two_parts", "three_parts", "small_tiles", "tiny_tiles"]
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(PATHS))
@@ -38,7 +38,7 @@ def test_three_part_tile_ties() -> None:
     """clause 3.1 in the three-part tile (kp.TILE_3): ties only in a tile's third part (every column's
     lowest tie in its third mask: phi among third-part indices), in every part, in the second only
     (half_ties: a tile's second part, the next tile's first) and everywhere."""
-    check_plan("thirds", 30000, kinds=("third_ties", "tie_pairs", "half_ties", "uniform"),
+    check_plan("three_parts", 30000, kinds=("third_ties", "tie_pairs", "half_ties", "uniform"),
                greedy=("third_ties", "uniform"))  # fmt: skip
 
 

@@ -32,7 +32,7 @@ from kernel_rows import check_plan, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
-ORDER = ["bitonic", "halves_bitonic", "thirds_bitonic", "bitonic_pairs", "bitonic_pairs_network"]
+ORDER = ["bitonic", "two_parts_bitonic", "three_parts_bitonic", "bitonic_pairs", "bitonic_pairs_network"]
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(ORDER))

@@ -36,15 +36,15 @@ def test_half_precision_logits(dtype: str) -> None:
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_half_precision_logits_in_big_tiles(dtype: str) -> None:
-    """clause 1.2 through tiles of 8192 (two halves of 4096: 8 elements per 16-bit load, 4 rows per
+    """clause 1.2 through tiles of 8192 (two parts of 4096: 8 elements per 16-bit load, 4 rows per
     half), the default tile."""
-    check_plan("halves", 9000, dtype)
+    check_plan("two_parts", 9000, dtype)
 
 
 F16_KINDS = ("f16_subnormal_top", "f16_subnormal_neg", "f16_subnormal_max", "neg_nan", "normal")
 
 
-@pytest.mark.parametrize("plan_name", ["one_half", "halves"])
+@pytest.mark.parametrize("plan_name", ["one_part", "two_parts"])
 def test_binary16_subnormals_and_nan(plan_name: str) -> None:
     """clause 1.2: binary16 logits are widened per element by the hardware's conversion in the tile
     (tile_jit._widen): subnormal candidates, a subnormal argmax, -0 == +0 among negative subnormals and
@@ -52,7 +52,7 @@ def test_binary16_subnormals_and_nan(plan_name: str) -> None:
     check_plan(plan_name, 9000, "float16", kinds=F16_KINDS, greedy=("f16_subnormal_max", "f16_subnormal_neg"))
 
 
-@pytest.mark.parametrize("plan_name", ["one_half", "poll"])
+@pytest.mark.parametrize("plan_name", ["one_part", "poll"])
 def test_trace_matches_and_workspace_replays(plan_name: str) -> None:
     """clause 12.3 through the merge that waits and the polling merge (greedy rows with a trace take the
     full finish); the polling merge leaves each row's counter at the next epoch for the next launch,
