@@ -1,6 +1,6 @@
 # mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
 """How far below the current B = 1-4 times any design of this rule could go on this GPU (DESIGN.md
-"Floors and where the time goes").
+"Floors", "Where the time goes").
 
 The 25 us goal at depth 5 leaves (25 - launch floor) / 5 us of GPU time per position. This script
 measures, in one process and with bench_propose's method (CUDA-graph replays of depth 5, median, the

@@ -12,9 +12,13 @@
 #                                    memcheck and racecheck, gpu_check (smoke, graph replays, custom op,
 #                                    the kernel's exp path); each under a timeout, so one that hangs
 #                                    leaves the others'
-#   AFTER=<commit> bash benchmarks/h200.sh ab      this tree and .before/ (a `git archive` of the commit BEFORE,
-#                                    carried) alternately, twice, at AB_BATCHES (default 1,2,4: the
-#                                    launch-bound sizes whose run-to-run spread exceeds 2 %), logged
+#   AFTER=<commit> BEFORE=<commit> bash benchmarks/h200.sh ab
+#                                    this tree and .before/ (a `git archive` of the commit BEFORE,
+#                                    carried) alternately, twice, after compiling both side by side, at
+#                                    AB_BATCHES (default 1,2,4: the launch-bound sizes whose run-to-run
+#                                    spread exceeds 2 %), AB_DTYPES (default fp32,bf16), AB_VOCABS
+#                                    (default 163840), AB_IMPLS (default sampled and greedy); ends with
+#                                    benchmarks/ab_table.py's table (ab.md)
 #   bash benchmarks/h200.sh ncu      Nsight Compute source counters of each of NCU_KERNELS (default
 #                                    tile_kernel; merge_kernel) at NCU_SHAPES (profile_ncu.py shapes,
 #                                    default fp32 B = 256 sampled and greedy, B = 64 sampled), one
@@ -58,15 +62,28 @@ report)
     tail -n 14 "$o/conform.txt"; tail -n 4 "$o/bulk.log" "$o"/memcheck.log "$o"/racecheck.log "$o/gpu_check.log"
     ;;
 ab)
-    sel=(--impls "${AB_IMPLS:-dyadic24-sampled,dyadic24-greedy}" --batches "${AB_BATCHES:-1,2,4}" --vocabs 163840)
+    : "${BEFORE:?the commit of .before/}"
+    sel=(--impls "${AB_IMPLS:-dyadic24-sampled,dyadic24-greedy}" --batches "${AB_BATCHES:-1,2,4}"
+         --vocabs "${AB_VOCABS:-163840}" --dtypes "${AB_DTYPES:-fp32,bf16}")
+    # both trees' kernels compiled first, side by side (one replay each, not kept), so that the timed
+    # runs below are not compile-bound: 5 batches x 2 dtypes fit the call's 10 minutes this way
+    timeout 240 python benchmarks/bench_propose.py --out "$o/warm_after" "${sel[@]}" --replays 1 \
+        --commit "$AFTER" >"$o/warm_after.log" 2>&1 &
+    (cd .before && PYTHONPATH=$PWD timeout 240 python benchmarks/bench_propose.py --out "$o/warm_before" \
+        "${sel[@]}" --replays 1 --commit "$BEFORE" >"$o/warm_before.log" 2>&1) &
+    wait
+    rm -rf "$o/warm_after" "$o/warm_before"
+    echo "ab: compiled (${SECONDS} s)"
     for rep in 1 2; do
-        timeout 150 python benchmarks/bench_propose.py --out "$o/after_$rep" "${sel[@]}" \
+        timeout 90 python benchmarks/bench_propose.py --out "$o/after_$rep" "${sel[@]}" \
             --commit "$AFTER" >"$o/after_$rep.log" 2>&1
         # (.before's own script: it puts its own tree first on sys.path; ../benchmarks/bench_propose.py
         # imported this tree's kernels, so the ab runs before 2026-12-02 13:10 timed this tree twice)
-        (cd .before && PYTHONPATH=$PWD timeout 150 python benchmarks/bench_propose.py --out "$o/before_$rep" \
-            "${sel[@]}" --commit "${BEFORE:?the commit of .before/}" >"$o/before_$rep.log" 2>&1)
+        (cd .before && PYTHONPATH=$PWD timeout 90 python benchmarks/bench_propose.py --out "$o/before_$rep" \
+            "${sel[@]}" --commit "$BEFORE" >"$o/before_$rep.log" 2>&1)
     done
+    python benchmarks/ab_table.py "$o" | tee "$o/ab.md"
+    echo "ab: done (${SECONDS} s)"
     ;;
 ncu)
     ncu --version >"$o/ncu_version.txt" 2>&1

@@ -1,6 +1,6 @@
 """Where a kernel's time goes by source line: Nsight Compute's per-instruction source counters (executed
 instructions and warp stall samples by reason), attributed to the Triton source lines of the cubin
-that ran (benchmarks/DESIGN.md "Floors and where the time goes").
+that ran (benchmarks/DESIGN.md "Where the time goes").
 
     python benchmarks/ncu_source.py SOURCE_CSV CUBIN_SASS [--lines 25]
 

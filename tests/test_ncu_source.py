@@ -1,5 +1,5 @@
 """benchmarks/ncu_source.py, which attributes Nsight Compute's per-instruction counters to source lines
-(benchmarks/DESIGN.md "Floors and where the time goes"): its arithmetic on a made-up report, and its
+(benchmarks/DESIGN.md "Where the time goes"): its arithmetic on a made-up report, and its
 summary of a real one. tests/data/ncu_source/ holds the first 150 instructions of the B = 1 merge's
 source counters and SASS from `h200.sh ncu` (2026-12-02, added in 94bca49 as
 benchmarks/results/ncu_source/small_b/, whose full summaries this tool reproduced when that folder
