@@ -8,7 +8,7 @@ q(ids[j]) = tickets[j] * 2^-24 and q = 0 on every other token. Every such value 
 tickets[j] is an integer in [0, 2^24], which has at most 24 significant bits (2^24 itself is a power of
 two), and scaling by 2^-24 only moves the exponent (the smallest nonzero value, 2^-24, is normal). So
 the float32 q below IS q, not an approximation of it; a verifier that reads it sees what the draw
-used (clause 9.4: P(token = ids[j]) = tickets[j] / 2^24 exactly). Every partial sum of a row's q is a
+used (clauses 9.4, 9.5: P(token = ids[j]) = tickets[j] / 2^24 exactly). Every partial sum of a row's q is a
 multiple of 2^-24 in [0, 1], again a binary32 value, so a row sums to exactly 1.0 in float32 in any
 order.
 
@@ -23,7 +23,7 @@ Forms:
   and the classic chain sampler of ``python/sglang/kernels/ops/speculative/reject_sampling.py``).
   B x depth x V x 4 bytes: 0.84 GB at B = 256, depth 5, V = 163,840.
 - :func:`q_sparse`: (ids int32 [..., 32], q float32 [..., 32]), for verifiers that gather q at the
-  drafted token and form max(0, p - q) only on the support: 256 bytes per position.
+  drafted token and form max(0, p - q) only on the support: 256 bytes per row and position.
 - :func:`q_exact`: one row as a list of V Fractions, for the rational-arithmetic verification
   reference (``dyadic24.reference.verify``).
 
