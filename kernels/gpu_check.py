@@ -293,8 +293,8 @@ def _graph_run(
     inp = Inputs(fuzz.make_call(rng, batch, vocab, "float32", table_z), device)
     prepare(device)
     outs = make_outputs(batch, device)
-    tile = Plan.for_shape(batch, vocab).tile
-    ws = make_workspace(batch, vocab, device, tile)
+    tile = Plan.for_shape(batch, vocab).tile  # (reported; the default workspace serves every default plan)
+    ws = make_workspace(batch, vocab, device)
     static = [
         inp.logits.clone(),
         inp.temperature.clone(),
@@ -403,17 +403,22 @@ def check_exp_sweep(device: torch.device, start: int | None, stop: int | None) -
 # ---------------------------------------------------------------- driver
 
 
-def environment() -> dict[str, Any]:
+def versions() -> dict[str, Any]:
+    """Python, torch, triton and numpy versions and whether the kernels run interpreted (the head of
+    this module's and sharded_check's environment sections)."""
     import triton
 
-    env: dict[str, Any] = {
+    return {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "triton": triton.__version__,
         "numpy": np.__version__,
         "interpreter": interpreting(),
-        "device": str(kernel_device()),
     }
+
+
+def environment() -> dict[str, Any]:
+    env: dict[str, Any] = {**versions(), "device": str(kernel_device())}
     if torch.cuda.is_available() and not interpreting():
         env["gpu"] = torch.cuda.get_device_name()
         env["capability"] = list(torch.cuda.get_device_capability())
@@ -421,21 +426,33 @@ def environment() -> dict[str, Any]:
 
 
 def _markdown(report: dict[str, Any]) -> str:
-    lines = ["# dyadic24 kernel check", "", f"overall: **{'PASS' if report['passed'] else 'FAIL'}**", ""]
-    lines.append("| section | result | details |")
-    lines.append("|---|---|---|")
+    skip = ("passed", "failures", "mismatch_examples", "undecided_examples")
+    lines = section_table("# dyadic24 kernel check", report, skip)
+    lines += report_tail(report, ("failures", "mismatch_examples"))
+    return "\n".join(lines) + "\n"
+
+
+def section_table(title: str, report: dict[str, Any], skip: Sequence[str]) -> list[str]:
+    """A check report's head (this module's, sharded_check's): the title, the verdict, and a row per
+    section with its result and every field but ``skip``."""
+    lines = [title, "", f"overall: **{'PASS' if report['passed'] else 'FAIL'}**", ""]
+    lines += ["| section | result | details |", "|---|---|---|"]
     for name, sec in report["sections"].items():
         state = "skipped" if "skipped" in sec else ("PASS" if sec.get("passed") else "FAIL")
-        keys = [k for k in sec if k not in ("passed", "failures", "mismatch_examples", "undecided_examples")]
-        detail = ", ".join(f"{k}={json.dumps(sec[k])}" for k in keys)
+        detail = ", ".join(f"{k}={json.dumps(sec[k])}" for k in sec if k not in skip)
         lines.append(f"| {name} | {state} | {detail.replace('|', '/')} |")
-    lines += ["", "## environment", "", "```", json.dumps(report["environment"], indent=1), "```"]
+    return lines
+
+
+def report_tail(report: dict[str, Any], failure_keys: Sequence[str]) -> list[str]:
+    """A check report's end: the environment, then each section's first field of ``failure_keys``
+    that is set (its failures), cut at 20,000 characters."""
+    lines = ["", "## environment", "", "```", json.dumps(report["environment"], indent=1), "```"]
     for name, sec in report["sections"].items():
-        if sec.get("failures") or sec.get("mismatch_examples"):
-            lines += ["", f"## {name}: failures", "", "```"]
-            lines.append(json.dumps(sec.get("failures") or sec.get("mismatch_examples"), indent=1)[:20000])
-            lines.append("```")
-    return "\n".join(lines) + "\n"
+        failed = next((sec[k] for k in failure_keys if sec.get(k)), None)
+        if failed:
+            lines += ["", f"## {name}: failures", "", "```", json.dumps(failed, indent=1)[:20000], "```"]
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

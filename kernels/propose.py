@@ -36,8 +36,8 @@ TAU_DEFAULT = float(np.uint32(TAU_DEFAULT_BITS).view(np.float32))  # clause 1.3:
 TRACE_WORDS = 320  # int64 words of a row's trace (finish_jit.TR_*; clause 12.3)
 LAUNCHES = 2  # kernels per position: DESIGN.md "Two launches and the polling merge"
 # benchmarks/DESIGN.md "Tile size, warps and registers":
-TILE = 4096  # the largest tile selected in one half; a plan's choice (default below 160 programs once)
-# the default tile at every shape (selected in two halves): below 160 programs of TILE (B <= 3 at
+TILE = 4096  # the largest tile selected in one part; a plan's choice (default below 160 programs once)
+# the default tile at every shape (selected in two parts): below 160 programs of TILE (B <= 3 at
 # V = 163,840) TILE was the faster until the pool's top 32 sorted the pairs' runs by merges
 BIG_TILE = 8192
 BIG_TILE_MAXNREG = 128  # BIG_TILE's register cap for binary32 logits: four programs per SM
@@ -194,8 +194,8 @@ def default_tile(batch: int, vocab: int, itemsize: int, sms: int) -> int:
     programs run at once (at most TILE_3_PER_SM per SM) and the busiest SM then holds fewer than
     under BIG_TILE; else BIG_TILE. At V = 163,840 on an H200: B = 7-9 and 14-18 (BIG_TILE puts two or
     three programs on some SMs, TILE_3 one or two); measured there 0.4-2.1 us per depth 5 faster
-    sampled, greedy rows up to 2.9 us slower (DESIGN.md "Tile size, warps and registers": "Three
-    parts")."""
+    sampled, greedy rows up to 2.9 us slower (DESIGN.md "Tile size, warps and registers": "The
+    default tile")."""
     if itemsize != 4:
         return BIG_TILE
     big = batch * -(-vocab // BIG_TILE)
@@ -286,25 +286,36 @@ def check_tensor(
 
 
 def _check_logits(logits: Any) -> tuple[torch.Tensor, torch.device]:
-    if not isinstance(logits, torch.Tensor):
-        raise ArgumentError("logits", f"must be a torch.Tensor, got {type(logits).__name__}")
-    if logits.dtype not in LOGIT_DTYPES:
-        raise ArgumentError(
-            "logits", f"must be float32, bfloat16 or float16 (clause 1.1), got {logits.dtype}"
-        )
-    if logits.dim() != 2:
-        raise ArgumentError("logits", f"must be a matrix [B, V] (clause 1.1), got {logits.dim()} dimensions")
+    logits = logits_matrix("logits", logits, "[B, V]")
     batch, vocab = logits.shape
     if batch < 1:
         raise ArgumentError("logits", "must have B >= 1 rows (clause 1.1)")
     if not 1 <= vocab <= V_MAX:
         raise ArgumentError("logits", f"must have 1 <= V <= 2^31 - 1 columns (clause 1.1), got {vocab}")
+    return logits_on_kernel_device("logits", logits), logits.device
+
+
+def logits_matrix(name: str, value: Any, shape: str) -> torch.Tensor:
+    """``value`` if it is a logits matrix (clause 1.1: a tensor of a LOGIT_DTYPES type, two dimensions,
+    ``shape`` naming them in the message); else ArgumentError naming ``name`` (clause 1.5)."""
+    if not isinstance(value, torch.Tensor):
+        raise ArgumentError(name, f"must be a torch.Tensor, got {type(value).__name__}")
+    if value.dtype not in LOGIT_DTYPES:
+        raise ArgumentError(name, f"must be float32, bfloat16 or float16 (clause 1.1), got {value.dtype}")
+    if value.dim() != 2:
+        raise ArgumentError(name, f"must be a matrix {shape} (clause 1.1), got {value.dim()} dimensions")
+    return value
+
+
+def logits_on_kernel_device(name: str, value: torch.Tensor) -> torch.Tensor:
+    """``value`` if it lies on the kernel device's type and is contiguous; else ArgumentError naming
+    ``name`` (clause 1.5)."""
     expected = kernel_device().type
-    if logits.device.type != expected:
-        raise ArgumentError("logits", f"must be on a {expected} device, got {logits.device}")
-    if not logits.is_contiguous():
-        raise ArgumentError("logits", f"must be contiguous, got strides {list(logits.stride())}")
-    return logits, logits.device
+    if value.device.type != expected:
+        raise ArgumentError(name, f"must be on a {expected} device, got {value.device}")
+    if not value.is_contiguous():
+        raise ArgumentError(name, f"must be contiguous, got strides {list(value.stride())}")
+    return value
 
 
 def check_outputs(out: Any, batch: int, device: torch.device, device_note: str = "") -> Outputs:
@@ -321,9 +332,11 @@ def check_outputs(out: Any, batch: int, device: torch.device, device_note: str =
     return (checked[0], checked[1], checked[2], checked[3])
 
 
-def _u64_view(name: str, value: Any, batch: int, device: torch.device) -> torch.Tensor:
+def u64_view(name: str, value: Any, batch: int, device: torch.device, device_note: str = "") -> torch.Tensor:
+    """An int64 view of a [B] tensor of uint64 patterns (int64, or uint64 where torch has it), checked
+    as check_tensor does."""
     dtypes = [torch.int64] + ([torch.uint64] if hasattr(torch, "uint64") else [])
-    tensor = check_tensor(name, value, dtypes, (batch,), device)
+    tensor = check_tensor(name, value, dtypes, (batch,), device, device_note)
     return tensor if tensor.dtype == torch.int64 else tensor.view(torch.int64)
 
 
@@ -353,9 +366,9 @@ def propose(
     logits, device = _check_logits(logits)
     batch, vocab = (int(v) for v in logits.shape)
     temp = check_tensor("temperature", temperature, [torch.float32], (batch,), device)
-    seed64 = _u64_view("seed", seed, batch, device)
-    round64 = _u64_view("round", round, batch, device)
-    pos64 = _u64_view("position", position, batch, device)
+    seed64 = u64_view("seed", seed, batch, device)
+    round64 = u64_view("round", round, batch, device)
+    pos64 = u64_view("position", position, batch, device)
     tau_bits = tau_to_bits(tau)
     if plan is None:
         plan = Plan.for_shape(batch, vocab, itemsize=logits.element_size())
@@ -497,7 +510,7 @@ def stagger_slots(plan: Plan, slots: int) -> int:
     """The SM slots the stagger spaces out (tile programs pid < slots x this wait their slot's turn): the
     slots at least half full of the launch's programs, at most ``plan.stagger_wave``. A later slot
     holding few programs gains little from waiting (they hardly contend with the first slot's loads)
-    and its wait lengthens the rows it holds: DESIGN.md "Stagger", "The partial slot"."""
+    and its wait lengthens the rows it holds: DESIGN.md "Stagger"."""
     filled = (2 * plan.batch * plan.n_tiles + slots) // (2 * slots)  # (rounded half up)
     return min(plan.stagger_wave, filled)
 

@@ -41,8 +41,8 @@ def main() -> int:
     ref = propose_fast(logits, temperature, seed, rnd, pos)
     default = Plan.for_shape(batch, vocab)
     ok = True
+    ws = make_workspace(batch, vocab, dev)  # (the default workspace serves every plan of these tiles)
     for plan in (default, replace(default, pool_run=1), Plan.for_shape(batch, vocab, TILE_3)):
-        ws = make_workspace(batch, vocab, dev, plan.tile)
         propose(torch.from_numpy(logits).to(dev), torch.from_numpy(temperature).to(dev), t64(seed), t64(rnd),
                 t64(pos), out=out, workspace=ws, plan=plan)  # fmt: skip
         torch.cuda.synchronize()

@@ -63,14 +63,14 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from dyadic24.api import K_MAX, TAU_DEFAULT_BITS, V_MAX, ArgumentError, tau_to_bits
+from dyadic24.api import TAU_DEFAULT_BITS, V_MAX, ArgumentError, tau_to_bits
 from dyadic24.kernels.backend import interpreting, select_backend
 
 select_backend()
 
-from dyadic24.kernels import sharded_jit  # noqa: E402
+from dyadic24.kernels import propose, sharded_jit  # noqa: E402
 from dyadic24.kernels.exp_table import ExpTable, load_table  # noqa: E402
-from dyadic24.kernels.propose import check_outputs, check_tensor  # noqa: E402
+from dyadic24.kernels.propose import check_outputs  # noqa: E402
 
 TAU_DEFAULT = float(np.uint32(TAU_DEFAULT_BITS).view(np.float32))  # clause 1.3: RN32(0.7)
 TILE = 4096  # logits per tile program (as the unsharded kernel)
@@ -79,7 +79,6 @@ FLAG_CHUNK = 64
 WBLOCK_MAX = 32  # ranks' records per step of the merge
 RECORD_WORDS = 33  # int64 words exchanged per row and rank: 32 keys + the flags
 KEY_PAD = -(1 << 63)  # ieee_jit.KEY_PAD: below every real key
-LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # clause 1.2
 _SRC_KIND = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # ieee_jit.SRC_*
 Outputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -341,44 +340,25 @@ def _allocate(layout: ShardLayout, group: Any, device: torch.device, tile: int) 
 
 def make_outputs(batch: int, device: torch.device | str | None = None) -> Outputs:
     """Allocate status [B], token [B], ids [B, 32], tickets [B, 32] (int32) for ``out=``."""
-    dev = _norm_device(device)
-    return (
-        torch.empty(batch, dtype=torch.int32, device=dev),
-        torch.empty(batch, dtype=torch.int32, device=dev),
-        torch.empty((batch, K_MAX), dtype=torch.int32, device=dev),
-        torch.empty((batch, K_MAX), dtype=torch.int32, device=dev),
-    )
+    return propose.make_outputs(batch, _norm_device(device))
+
+
+_ON_LOGITS = " (the local_logits device)"
 
 
 def _check_tensor(
     name: str, value: Any, dtypes: Sequence[torch.dtype], shape: tuple[int, ...], device: torch.device
 ) -> torch.Tensor:
-    return check_tensor(name, value, dtypes, shape, device, " (the local_logits device)")
+    return propose.check_tensor(name, value, dtypes, shape, device, _ON_LOGITS)
 
 
 def _u64_view(name: str, value: Any, batch: int, device: torch.device) -> torch.Tensor:
-    dtypes = [torch.int64] + ([torch.uint64] if hasattr(torch, "uint64") else [])
-    tensor = _check_tensor(name, value, dtypes, (batch,), device)
-    return tensor if tensor.dtype == torch.int64 else tensor.view(torch.int64)
+    return propose.u64_view(name, value, batch, device, _ON_LOGITS)
 
 
 def _check_logits(local_logits: Any) -> torch.Tensor:
-    if not isinstance(local_logits, torch.Tensor):
-        raise ArgumentError("local_logits", f"must be a torch.Tensor, got {type(local_logits).__name__}")
-    if local_logits.dtype not in LOGIT_DTYPES:
-        raise ArgumentError(
-            "local_logits", f"must be float32, bfloat16 or float16 (clause 1.1), got {local_logits.dtype}"
-        )
-    if local_logits.dim() != 2:
-        raise ArgumentError(
-            "local_logits", f"must be a matrix [B, V_local] (clause 1.1), got {local_logits.dim()} dimensions"
-        )
-    expected = _kernel_device().type
-    if local_logits.device.type != expected:
-        raise ArgumentError("local_logits", f"must be on a {expected} device, got {local_logits.device}")
-    if not local_logits.is_contiguous():
-        raise ArgumentError("local_logits", f"must be contiguous, got strides {list(local_logits.stride())}")
-    return local_logits
+    matrix = propose.logits_matrix("local_logits", local_logits, "[B, V_local]")
+    return propose.logits_on_kernel_device("local_logits", matrix)
 
 
 @dataclass(frozen=True)

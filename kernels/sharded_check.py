@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -55,6 +53,7 @@ from dyadic24.kernels.backend import interpreting, select_backend
 
 select_backend()
 
+from dyadic24.kernels.gpu_check import report_tail, section_table, versions  # noqa: E402
 from dyadic24.kernels.sharded_check_bits import check_fuzz, check_golden, check_statuses  # noqa: E402
 from dyadic24.kernels.sharded_check_call import (  # noqa: E402
     check_exchange,
@@ -88,14 +87,8 @@ def _driver_version() -> str:
 
 
 def environment(ctx: Ctx) -> dict[str, Any]:
-    import triton
-
     env: dict[str, Any] = {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "numpy": np.__version__,
-        "interpreter": interpreting(),
+        **versions(),
         "backend": str(dist.get_backend()),
         "world": ctx.world,
         "nccl_env": {k: os.environ.get(k) for k in NCCL_ENV},
@@ -117,18 +110,8 @@ def environment(ctx: Ctx) -> dict[str, Any]:
 
 
 def _markdown(report: dict[str, Any]) -> str:
-    lines = [
-        "# dyadic24 sharded proposal check",
-        "",
-        f"overall: **{'PASS' if report['passed'] else 'FAIL'}**",
-        "",
-    ]
-    lines += ["| section | result | details |", "|---|---|---|"]
-    for name, sec in report["sections"].items():
-        state = "skipped" if "skipped" in sec else ("PASS" if sec.get("passed") else "FAIL")
-        keys = [k for k in sec if k not in ("passed", "failures", "cases", "by_batch", "error")]
-        detail = ", ".join(f"{k}={json.dumps(sec[k])}" for k in keys)
-        lines.append(f"| {name} | {state} | {detail.replace('|', '/')} |")
+    skip = ("passed", "failures", "cases", "by_batch", "error")
+    lines = section_table("# dyadic24 sharded proposal check", report, skip)
     perf = report["sections"].get("perf", {})
     if perf.get("by_batch"):
         lines += [
@@ -165,12 +148,7 @@ def _markdown(report: dict[str, Any]) -> str:
         lines += ["", "## validation", "", "| case | expected | every rank |", "|---|---|---|"]
         for name, c in val["cases"].items():
             lines.append(f"| {name} | {c['expected']} | {', '.join(c['ranks'])} |")
-    lines += ["", "## environment", "", "```", json.dumps(report["environment"], indent=1), "```"]
-    for name, sec in report["sections"].items():
-        if sec.get("failures") or sec.get("error"):
-            lines += ["", f"## {name}: failures", "", "```"]
-            lines.append(json.dumps(sec.get("failures") or sec.get("error"), indent=1)[:20000])
-            lines.append("```")
+    lines += report_tail(report, ("failures", "error"))
     return "\n".join(lines) + "\n"
 
 
@@ -232,36 +210,19 @@ def run_rank(rank: int, world: int, init_method: str, backend: str, args: argpar
     """One rank of the check: create the process group, run the sections, rank 0 writes the reports."""
     os.environ.update(NCCL_ENV)
     use_nccl = backend == "nccl" or (backend == "auto" and torch.cuda.is_available() and not interpreting())
+    wait = timedelta(seconds=args.timeout)
+    group: dict[str, Any] = {"init_method": init_method, "rank": rank, "world_size": world, "timeout": wait}
     if use_nccl:
         local = int(os.environ.get("LOCAL_RANK", rank % max(1, torch.cuda.device_count())))
         device = torch.device("cuda", local)
         torch.cuda.set_device(device)
         try:
-            dist.init_process_group(
-                "nccl",
-                init_method=init_method,
-                rank=rank,
-                world_size=world,
-                timeout=timedelta(seconds=args.timeout),
-                device_id=device,
-            )
+            dist.init_process_group("nccl", **group, device_id=device)
         except TypeError:  # torch without device_id
-            dist.init_process_group(
-                "nccl",
-                init_method=init_method,
-                rank=rank,
-                world_size=world,
-                timeout=timedelta(seconds=args.timeout),
-            )
+            dist.init_process_group("nccl", **group)
     else:
         device = torch.device("cpu")
-        dist.init_process_group(
-            "gloo",
-            init_method=init_method,
-            rank=rank,
-            world_size=world,
-            timeout=timedelta(seconds=args.timeout),
-        )
+        dist.init_process_group("gloo", **group)
     try:
         return _run_sections(rank, world, device, args)
     finally:
