@@ -1,6 +1,7 @@
 """``conform --bulk N``: N rows of seeded batched calls against the fast reference.
 
-The generator is named dyadic24-bulk-1.
+The generator is named dyadic24-bulk-2 (bulk-1 before 2026-12-06: without the half_subnormal family
+and with every golden replay in binary32).
 
 The generator (one definition, here). Call i of seed s draws its structure from numpy's
 ``default_rng([s, i, 0])`` and its content from ``default_rng([s, i, 1])``, so any call can be
@@ -19,7 +20,7 @@ regenerated alone (``generate(s, i)``):
 - Every 12th call replays the next golden vector in order (all of them within about 80,000 rows): its
   rows with their own seeds, rounds and positions, shuffled among up to four fresh rows of its V and
   tau (the hard inputs the vectors were searched for, now at other row positions of other batches,
-  clause 2.4).
+  clause 2.4), in the vector's 16-bit format where it has one.
 - Each row's family: gauss (normal x a scale from 1e-3 to 1e4), lm (language-model-like: a
   heavy-tailed decay over IDs, the likely tokens at low IDs, as BPE vocabularies have them), ties (a
   small pool of values with both zeros and -inf: many exact ties, greedy rows with tied maxima), top
@@ -27,7 +28,9 @@ regenerated alone (``generate(s, i)``):
   placed at both sides of tile boundaries 256..8,192), masked (fewer than 33 finite logits, clause 3.2),
   zeros (+0, -0, -inf), subnormal, huge (opposite-signed magnitudes near 2^128, l - m overflows), spread
   (e across many binades, clause 6.2), midpoint (with tau = 1 and m = 0: the z of
-  vectors/data/exp_near_midpoints.json exactly, clause 5.3), bits (raw patterns: NaNs of every kind).
+  vectors/data/exp_near_midpoints.json exactly, clause 5.3), bits (raw patterns: NaNs of every kind),
+  half_subnormal (binary16 subnormals of both signs, some -inf: the largest logits are distinct
+  values that a binary16 input flushed to zero would make ties, clause 1.2).
   Then, independently: 3 % get a NaN, 3 % a +inf, 2 % are all -inf, 10 % get a random share of -inf.
 - T: 60 % sampled (a random positive normal, or 1, 0.7, 2^-149, max), 15 % greedy (+0 or -0), 7 % bad
   (NaN, +inf, -inf, negative, -2^-149), the rest positive subnormal or tiny normal.
@@ -40,10 +43,9 @@ the golden vectors' and the fuzzing's job).
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -60,7 +62,7 @@ from dyadic24.conformance.runner import Progress, reproducer, row_output, single
 from dyadic24.conformance.strategies import EDGE_TAUS, EDGE_U64, near_midpoint_z
 from dyadic24.conformance.workers import ordered_map
 
-GENERATOR = "dyadic24-bulk-1"
+GENERATOR = "dyadic24-bulk-2"
 U32 = npt.NDArray[np.uint32]
 NINF, PINF, NEG_ZERO = 0xFF800000, 0x7F800000, 0x80000000
 BANDS = (("small", 0.45, 64), ("medium", 0.25, 32), ("large", 0.18, 16), ("vocab", 0.12, 4))
@@ -79,8 +81,9 @@ FAMILIES = (
     "spread",
     "midpoint",
     "bits",
+    "half_subnormal",
 )
-FAMILY_WEIGHTS = (0.22, 0.12, 0.10, 0.08, 0.06, 0.08, 0.04, 0.04, 0.04, 0.10, 0.06, 0.06)
+FAMILY_WEIGHTS = (0.19, 0.12, 0.10, 0.08, 0.06, 0.08, 0.04, 0.04, 0.04, 0.10, 0.06, 0.06, 0.03)
 REPLAY_EVERY = 12  # every 12th call replays a golden vector
 FORMATS = (("binary32", 0.6), ("binary16", 0.2), ("bfloat16", 0.2))
 
@@ -127,7 +130,9 @@ def plan(seed: int, index: int) -> Plan:
         g = (index // REPLAY_EVERY + seed) % len(vectors)
         v = vectors[g]
         extra = int(rng.integers(0, 5))
-        return Plan(index, "replay", v.vocab, v.batch + extra, int(v.tau_bits), "binary32", g)
+        return Plan(
+            index, "replay", v.vocab, v.batch + extra, int(v.tau_bits), v.narrow_format or "binary32", g
+        )
     k = int(rng.choice(len(BANDS), p=[b[1] for b in BANDS]))
     band, _, max_rows = BANDS[k]
     if band == "small":
@@ -235,6 +240,12 @@ def _family_rows(family: str, n: int, v: int, tau: float, rng: np.random.Generat
             np.uint32
         )
         return out
+    if family == "half_subnormal":
+        # binary16 subnormals k * 2^-24, k in 1..1023, as binary32 patterns (exact in every format)
+        magnitude = rng.integers(1, 1024, (n, v)).astype(np.float64) * 2.0**-24
+        out = _f32(np.where(rng.random((n, v)) < 0.3, -magnitude, magnitude))
+        out[rng.random((n, v)) < 0.1] = NINF
+        return out
     return rng.integers(0, 1 << 32, (n, v), dtype=np.uint32)  # "bits"
 
 
@@ -311,6 +322,11 @@ def generate(seed: int, index: int, rows: int | None = None) -> BulkCall:
         )
         families = [families[i] for i in order.tolist()]
         narrow = None
+        if v.narrow_format is not None:
+            fresh_wide, fresh_narrow = _narrow(fresh, v.narrow_format)
+            assert v.narrow_logits is not None and fresh_narrow is not None
+            bits = np.concatenate([v.logits.view(np.uint32), fresh_wide])[order]
+            narrow = np.concatenate([v.narrow_logits, fresh_narrow])[order]
     else:
         pick = rng.choice(len(FAMILIES), size=n, p=FAMILY_WEIGHTS)
         if p.tau_bits != 0x3F800000:  # midpoint rows need tau = 1 (z = l exactly)
@@ -353,17 +369,16 @@ def generate(seed: int, index: int, rows: int | None = None) -> BulkCall:
     return BulkCall(p, call, tuple(families[:k]))
 
 
-def sizes(seed: int, rows: int) -> list[int]:
-    """Rows taken from each call (the last call cut) for a run of ``rows`` rows."""
-    out: list[int] = []
+def sizes(seed: int, rows: int) -> Iterator[int]:
+    """Rows taken from each call (the last call cut) for a run of ``rows`` rows, drawn as the run goes
+    (a run of 10^15 rows starts at once)."""
     total = 0
     index = 0
     while total < rows:
         b = min(plan(seed, index).batch, rows - total)
-        out.append(b)
+        yield b
         total += b
         index += 1
-    return out
 
 
 def _expected(task: tuple[int, int, int]) -> tuple[BulkCall, Proposal]:
@@ -380,9 +395,9 @@ def _expected(task: tuple[int, int, int]) -> tuple[BulkCall, Proposal]:
     return c, Proposal(want.status, want.token, want.ids, want.tickets)
 
 
-def _stream(seed: int, counts: Sequence[int], workers: int) -> Generator[tuple[BulkCall, Proposal]]:
-    tasks = [(seed, i, n) for i, n in enumerate(counts)]
-    yield from ordered_map(_expected, tasks, workers, initializer=os.chdir, initargs=(os.getcwd(),), chunk=4)
+def _stream(seed: int, counts: Iterable[int], workers: int) -> Generator[tuple[BulkCall, Proposal]]:
+    tasks = ((seed, i, n) for i, n in enumerate(counts))
+    yield from ordered_map(_expected, tasks, workers, chunk=4)
 
 
 def _band(v: int) -> str:
@@ -398,17 +413,43 @@ def run_bulk(
     progress: bool = True,
     max_failures: int = 20,
     stop_at_first: bool = False,
+    result: BulkResult | None = None,
 ) -> BulkResult:
     """Run ``rows`` rows of the bulk stream of ``seed`` through the implementation (``stop_at_first``: up
-    to the first call with a differing row, for the kill matrix)."""
+    to the first call with a differing row, for the kill matrix). Counts go into ``result`` as the run
+    goes (a stopped run keeps them)."""
     counts = sizes(seed, rows)
-    result = BulkResult(seed=seed)
+    result = BulkResult(seed=seed) if result is None else result
     families: Counter[str] = Counter()
     formats: Counter[str] = Counter()
     bands: Counter[str] = Counter()
     bar = Progress(f"[{impl.name}] bulk", rows, "rows", enabled=progress)
     began = time.monotonic()
     stream = _stream(seed, counts, workers)
+    result.workers = workers
+    try:
+        _compare_stream(impl, stream, result, families, formats, bands, bar, max_failures, stop_at_first)
+    finally:
+        stream.close()  # now, not when garbage-collected: the workers' pool ends here
+        result.seconds = time.monotonic() - began
+        result.families = dict(sorted(families.items()))
+        result.formats = dict(sorted(formats.items()))
+        result.vocab_bands = dict(sorted(bands.items()))
+    bar.finish(f"{result.differing_rows} differing rows")
+    return result
+
+
+def _compare_stream(
+    impl: Implementation,
+    stream: Iterable[tuple[BulkCall, Proposal]],
+    result: BulkResult,
+    families: Counter[str],
+    formats: Counter[str],
+    bands: Counter[str],
+    bar: Progress,
+    max_failures: int,
+    stop_at_first: bool,
+) -> None:
     for bc, want in stream:
         call = bc.call
         if call.fmt not in impl.formats:  # the exact binary32 widening, same expected outputs
@@ -448,13 +489,6 @@ def run_bulk(
         bar.update(result.rows, f"{result.differing_rows} differing")
         if stop_at_first and not result.ok:
             break
-    stream.close()  # now, not when garbage-collected: the workers' pool shuts down here
-    result.seconds = time.monotonic() - began
-    result.families = dict(sorted(families.items()))
-    result.formats = dict(sorted(formats.items()))
-    result.vocab_bands = dict(sorted(bands.items()))
-    bar.finish(f"{result.differing_rows} differing rows")
-    return result
 
 
 def _row(p: Proposal, r: int) -> RowOutput:

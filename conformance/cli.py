@@ -10,6 +10,7 @@ not a conformance verdict).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -18,15 +19,30 @@ from typing import Any
 
 from dyadic24.conformance.impls import (
     BUNDLED_TARGETS,
+    DEFAULT_TIMEOUT,
     CommandImplementation,
+    HostedImplementation,
     Implementation,
     PythonImplementation,
+    SubjectError,
     bundled,
     load_target,
 )
-from dyadic24.conformance.report import CONFORMANT, NON_CONFORMANT, REDUCED, ImplementationReport, RunReport
+from dyadic24.conformance.report import (
+    CONFORMANT,
+    NON_CONFORMANT,
+    REDUCED,
+    ExpSweepResult,
+    FuzzResult,
+    ImplementationReport,
+    InvalidResult,
+    RunReport,
+)
+from dyadic24.conformance.stop import Interrupted
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_REDUCED = 0, 1, 2, 3
+MAX_BULK = 10**15  # rows (days of any machine's time; larger is a typo)
+MAX_TIMEOUT = 10**6  # seconds
 MINOR0_NOTE = "the subject speaks JSON-lines minor version 0; announce minor 1 (PROTOCOL.md) to be sent them"
 
 
@@ -45,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument(
         "--impl",
         metavar="MODULE:CALLABLE",
-        help="a Python callable with the clause-12.2 protocol, e.g. mypkg.sampler:propose"
-        " (the current directory is searched first, as python -m does)",
+        help="a Python callable with the clause-12.2 protocol, e.g. mypkg.sampler:propose, run in a"
+        " process of its own (the current directory is searched first for its module, as python -m"
+        " does; dyadic24 itself is always this runner's)",
     )
     what.add_argument(
         "--cmd",
@@ -130,15 +147,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         metavar="N",
-        help="processes for the reference side of --bulk and --exp-sweep and for the accumulated check"
-        " of a Python subject (default: the CPUs available)",
+        help="processes for the reference side of --bulk and --exp-sweep (default and most: the CPUs"
+        " available)",
+    )
+    p.add_argument(
+        "--label",
+        metavar="TEXT",
+        help="your name for what is checked (a commit, a version), shown in the final line",
     )
     p.add_argument("--json", metavar="PATH", help="write the JSON report here")
     p.add_argument("--junit", metavar="PATH", help="write a JUnit XML report here")
     p.add_argument(
         "--max-report", type=int, default=20, metavar="N", help="failures listed per check (default 20)"
     )
-    p.add_argument("--timeout", type=float, default=600.0, help="--cmd: seconds to wait for one response")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds the subject (a Python callable or a program) has for its start and for each"
+        f" response before it is ended and its remaining calls fail (default {DEFAULT_TIMEOUT:g})",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.add_argument("--quiet", action="store_true", help="print only the final line")
     return p
@@ -147,12 +176,19 @@ def build_parser() -> argparse.ArgumentParser:
 def _writable(option: str, value: str | None) -> None:
     if value is None:
         return
+    from dyadic24.install import inside_package
+
     path = Path(value)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise UsageError(f"{option} {value}: is a directory; give a file path")
     if not parent.is_dir():
         raise UsageError(f"{option} {value}: the directory {parent} does not exist")
+    inside = inside_package(path)
+    if inside is not None:
+        raise UsageError(
+            f"{option} {value}: lies inside the dyadic24 package ({inside}); write reports elsewhere"
+        )
     if not os.access(parent, os.W_OK):
         raise UsageError(f"{option} {value}: the directory {parent} is not writable")
 
@@ -170,6 +206,11 @@ def validate(args: argparse.Namespace) -> None:
                 f" known: {list(BUNDLED_TARGETS)}"
             )
         args.only_names = names
+        if args.exp_sweep and set(names) - {"kernel"}:
+            raise UsageError(
+                "--exp-sweep: the bundled exact and fast references expose no sweepable exp (the fast"
+                " reference's is the sweep's oracle); use --bundled --only kernel --exp-sweep"
+            )
     if args.vectors is not None and args.no_vectors:
         raise UsageError("--vectors: cannot be combined with --no-vectors")
     if args.examples is not None:
@@ -179,17 +220,13 @@ def validate(args: argparse.Namespace) -> None:
             raise UsageError(f"--examples: must be >= 1, got {args.examples}")
     if args.seed < 0:
         raise UsageError(f"--seed: must be >= 0, got {args.seed}")
-    if args.accumulated is not None and args.accumulated != 0:
-        from dyadic24.vectors import accumulated
-
-        known = sorted(accumulated.expected())
-        if args.accumulated not in known:
-            raise UsageError(
-                f"--accumulated: must be 0 or one of {', '.join(map(str, known))} rows,"
-                f" got {args.accumulated}"
-            )
-    if args.bulk is not None and args.bulk < 1:
-        raise UsageError(f"--bulk: must be >= 1 rows, got {args.bulk}")
+    if args.accumulated is not None and args.accumulated < 0:
+        raise UsageError(
+            "--accumulated: must be 0 or a row count of vectors/data/accumulated.json,"
+            f" got {args.accumulated}"
+        )
+    if args.bulk is not None and not 1 <= args.bulk <= MAX_BULK:
+        raise UsageError(f"--bulk: must be 1 to 10^15 rows, got {args.bulk}")
     if args.bulk_seed < 0:
         raise UsageError(f"--bulk-seed: must be >= 0, got {args.bulk_seed}")
     if args.exp is not None and not args.exp_sweep:
@@ -200,8 +237,10 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--workers: must be >= 1, got {args.workers}")
     if args.max_report < 1:
         raise UsageError(f"--max-report: must be >= 1, got {args.max_report}")
-    if not args.timeout > 0 or args.timeout != args.timeout:
-        raise UsageError(f"--timeout: must be > 0 seconds, got {args.timeout}")
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT):
+        raise UsageError(f"--timeout: must be a finite number of seconds in (0, 10^6], got {args.timeout}")
+    if args.label is not None and (not args.label.isprintable() or not 1 <= len(args.label) <= 200):
+        raise UsageError("--label: must be 1 to 200 printable characters on one line")
     _writable("--json", args.json)
     _writable("--junit", args.junit)
     if args.cmd is not None and not args.cmd.strip():
@@ -214,91 +253,136 @@ def validate(args: argparse.Namespace) -> None:
         )
 
 
-def _implementations(args: argparse.Namespace) -> list[tuple[str, Implementation | None, str]]:
+def subject_name(args: argparse.Namespace) -> str:
     if args.impl:
-        func = load_target(args.impl)
-        exp = load_target(args.exp) if args.exp else None
-        return [
-            (
-                args.impl,
-                PythonImplementation(func, args.impl, "Python callable", exp, f"target:{args.impl}"),
-                "Python callable",
-            )
-        ]
+        return str(args.impl)
+    if args.cmd:
+        return str(args.cmd)
+    if args.mutant:
+        return f"mutant {args.mutant}"
+    return "bundled " + ",".join(args.only_names)
+
+
+def _implementations(args: argparse.Namespace) -> list[tuple[str, Implementation | None, str]]:
+    """The subjects, each started in a process of its own (SubjectError: one that cannot start)."""
+    if args.impl:
+        load = HostedImplementation(f"target:{args.impl}", args.impl, exp=args.exp, timeout=args.timeout)
+        return [(args.impl, load, load.mode)]
     if args.mutant:
         from dyadic24.conformance.mutants import MUTANTS
 
         if args.mutant not in MUTANTS:
             raise UsageError(f"--mutant: unknown mutant {args.mutant!r}; known: {', '.join(MUTANTS)}")
-        func, clause, description = MUTANTS[args.mutant]
-        mode = f"mutant breaking clause {clause}: {description}"
-        return [
-            (
-                args.mutant,
-                PythonImplementation(func, f"mutant {args.mutant}", mode, None, f"mutant:{args.mutant}"),
-                mode,
-            )
-        ]
+        impl = HostedImplementation(f"mutant:{args.mutant}", f"mutant {args.mutant}", timeout=args.timeout)
+        return [(args.mutant, impl, impl.mode)]
     if args.cmd:
-        impl = CommandImplementation(args.cmd, timeout=args.timeout)
-        return [(impl.name, impl, impl.mode)]
-    return bundled(args.only_names)
+        cmd = CommandImplementation(args.cmd, timeout=args.timeout)
+        return [(cmd.name, cmd, cmd.mode)]
+    return bundled(args.only_names, timeout=args.timeout)
+
+
+def _option(args: argparse.Namespace) -> str:
+    return "--impl" if args.impl else "--cmd" if args.cmd else "--mutant" if args.mutant else "--bundled"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from dyadic24.conformance import stop
+
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         validate(args)
     except UsageError as exc:
         print(f"dyadic24 conform: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.bundled and "kernel" in args.only_names:
-        # Triton reads TRITON_INTERPRET once, at import: choose the mode before anything imports it.
-        from dyadic24.conformance.impls import triton_mode
+    with stop.handlers():
+        return _run(args)
 
-        triton_mode()
-    from dyadic24.vectors import store
+
+def _run(args: argparse.Namespace) -> int:
+    from dyadic24.conformance.report import render_text, summary_line, write_json, write_junit
+    from dyadic24.vectors import accumulated, store
 
     try:
         spec_sha, vectors_sha = store.verify_release(args.vectors)
         vectors: list[Any] = [] if args.no_vectors else list(store.iter_vectors(args.vectors))
         notes = store.flag_notes()
+        known = sorted(accumulated.expected())
     except store.VectorDataError as exc:
         print(f"dyadic24 conform: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyError as exc:
         print(f"dyadic24 conform: --vectors: {exc.args[0]}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        impls = _implementations(args)
-    except UsageError as exc:
-        print(f"dyadic24 conform: {exc}", file=sys.stderr)
+    if args.accumulated not in (None, 0, *known):
+        print(
+            f"dyadic24 conform: --accumulated: must be 0 or one of {', '.join(map(str, known))} rows,"
+            f" got {args.accumulated}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
-    except (ImportError, AttributeError, TypeError, ValueError, RuntimeError, OSError) as exc:
-        option = "--impl" if args.impl else "--cmd" if args.cmd else "--exp" if args.exp else "--bundled"
-        print(f"dyadic24 conform: {option}: cannot load the implementation: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    report = RunReport(spec_sha256=spec_sha, vectors_sha256=vectors_sha)
+    report = RunReport(
+        spec_sha256=spec_sha, vectors_sha256=vectors_sha, subject=subject_name(args), label=args.label
+    )
+    impls: list[tuple[str, Implementation | None, str]] = []
+    stopped: Interrupted | None = None
     try:
+        try:
+            impls = _implementations(args)
+        except UsageError as exc:
+            print(f"dyadic24 conform: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except SubjectError as exc:
+            print(
+                f"dyadic24 conform: {_option(args)}: cannot load the implementation: {exc}", file=sys.stderr
+            )
+            return EXIT_USAGE
+        if args.exp_sweep:
+            lacking = [impl.name for _, impl, _ in impls if impl is not None and not impl.has_exp]
+            if lacking:
+                how = "--exp MODULE:CALLABLE" if args.impl else '"exp": true in its handshake (PROTOCOL.md)'
+                print(
+                    f"dyadic24 conform: --exp-sweep: {lacking[0]} exposes no exp routine ({how})",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
         for name, impl, mode in impls:
             if impl is None:
                 report.implementations.append(ImplementationReport(name=name, mode="", skipped=mode))
                 continue
-            report.implementations.append(_check(impl, mode, args, vectors))
+            entry = ImplementationReport(
+                name=impl.name, mode=mode, traced=impl.traces and not args.no_trace, formats=impl.formats
+            )
+            report.implementations.append(entry)
+            try:
+                _check(impl, args, vectors, entry)
+            except Interrupted:
+                entry.interrupted = "signal"
+                raise
+    except Interrupted as exc:
+        stopped = exc
+        report.interrupted = exc.name
+        for entry in report.implementations:
+            if entry.interrupted is not None:
+                entry.interrupted = exc.name
     finally:
         for _, impl, _ in impls:
             if impl is not None:
                 impl.close()
-
-    from dyadic24.conformance.report import render_text, summary_line, write_json, write_junit
-
     if not args.quiet:
         print(render_text(report, args.max_report, notes))
-    if args.json:
-        write_json(report, args.json)
-    if args.junit:
-        write_junit(report, args.junit)
-    print(summary_line(report))
+    for option, path, write in (("--json", args.json, write_json), ("--junit", args.junit, write_junit)):
+        if path:
+            try:
+                write(report, path)
+            except OSError as exc:
+                print(
+                    f"dyadic24 conform: {option} {path}: the report could not be written"
+                    f" ({exc.strerror or exc}); the verdict below stands",
+                    file=sys.stderr,
+                )
+    print(summary_line(report), flush=True)
+    if stopped is not None:
+        return stopped.exit_status
     if all(i.skipped is not None for i in report.implementations):
         print("dyadic24 conform: no implementation could be run", file=sys.stderr)
         return EXIT_USAGE
@@ -311,6 +395,7 @@ _ORACLES: dict[str, PythonImplementation] = {}
 
 
 def oracle(name: str) -> PythonImplementation:
+    """A reference the runner compares with, in its own process (the runner's own code)."""
     if name not in _ORACLES:
         target = BUNDLED_TARGETS[name]
         _ORACLES[name] = PythonImplementation(
@@ -320,43 +405,48 @@ def oracle(name: str) -> PythonImplementation:
 
 
 def _check(
-    impl: Implementation, mode: str, args: argparse.Namespace, vectors: list[Any]
-) -> ImplementationReport:
+    impl: Implementation, args: argparse.Namespace, vectors: list[Any], entry: ImplementationReport
+) -> None:
+    """Every check asked for, filling ``entry`` as results come (a stopped run keeps what it has)."""
     from dyadic24.conformance import runner
     from dyadic24.conformance.strategies import CI, DEEP
-    from dyadic24.conformance.workers import default_workers
+    from dyadic24.conformance.workers import usable_workers
 
     progress = not (args.quiet or args.no_progress)
     trace = not args.no_trace
-    workers = args.workers or default_workers()
-    on_gpu = "GPU" in mode
-    entry = ImplementationReport(
-        name=impl.name, mode=mode, traced=impl.traces and trace, formats=impl.formats
-    )
+    workers = usable_workers(args.workers)
+    entry.exp_asked = bool(args.exp_sweep)
     if args.no_vectors:
         entry.vectors_note = "--no-vectors"
     elif args.vectors is not None:
         entry.vectors_note = f"a subset: {' '.join(args.vectors)}"
     if vectors:
-        entry.vectors = runner.run_vectors(impl, vectors, trace=trace, progress=progress)
         entry.vectors_total = len(vectors) if args.vectors is None else 0
+        runner.run_vectors(impl, vectors, trace=trace, progress=progress, results=entry.vectors)
     if args.no_invalid:
         entry.invalid_note = "--no-invalid"
     elif impl.invalid_calls:
-        entry.invalid = runner.run_invalid(impl, progress)
+        entry.invalid = InvalidResult()
+        runner.run_invalid(impl, progress, entry.invalid)
     else:
         entry.invalid_note = MINOR0_NOTE
     acc_rows = args.accumulated if args.accumulated is not None else (1_000_000 if args.deep else 10_000)
     if acc_rows:
-        entry.accumulated = runner.run_accumulated(impl, acc_rows, progress, 1 if on_gpu else workers)
+        entry.accumulated = runner.run_accumulated(impl, acc_rows, progress)
     if not args.no_fuzz:
         oracle_name = args.oracle
-        if isinstance(impl, PythonImplementation) and impl.func is oracle(oracle_name).func:
+        if getattr(impl, "origin", None) == f"target:{BUNDLED_TARGETS[oracle_name]}":
             oracle_name = (
                 "exact" if oracle_name == "fast" else "fast"
             )  # a reference is not fuzzed against itself
         profile = DEEP if args.deep else CI
-        entry.fuzz = runner.run_fuzz(
+        entry.fuzz = FuzzResult(
+            oracle=oracle_name,
+            seed=args.seed,
+            profile=profile.name,
+            budget=profile.examples if args.examples is None else args.examples,
+        )
+        runner.run_fuzz(
             impl,
             oracle(oracle_name),
             oracle_name=oracle_name,
@@ -366,31 +456,29 @@ def _check(
             shrink=not args.no_shrink,
             trace=trace,
             progress=progress,
+            result=entry.fuzz,
         )
     if args.bulk is not None:
         from dyadic24.conformance.bulk import run_bulk
+        from dyadic24.conformance.report import BulkResult
 
-        entry.bulk = run_bulk(
+        entry.bulk = BulkResult(seed=args.bulk_seed)
+        run_bulk(
             impl,
             args.bulk,
             seed=args.bulk_seed,
             workers=workers,
             progress=progress,
             max_failures=args.max_report,
+            result=entry.bulk,
         )
     if args.exp_sweep:
-        if impl.has_exp:
-            from dyadic24.conformance.expsweep import run_exp_sweep
+        from dyadic24.conformance.expsweep import run_exp_sweep
 
-            entry.exp_sweep = run_exp_sweep(
-                impl, workers=workers, progress=progress, max_examples=args.max_report
-            )
-        else:
-            entry.exp_note = (
-                "not run: the subject exposes no exp routine (--exp MODULE:CALLABLE for a Python"
-                ' subject, "exp": true in a JSON-lines handshake)'
-            )
-    return entry
+        entry.exp_sweep = ExpSweepResult()
+        run_exp_sweep(
+            impl, workers=workers, progress=progress, max_examples=args.max_report, result=entry.exp_sweep
+        )
 
 
 if __name__ == "__main__":

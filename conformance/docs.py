@@ -145,14 +145,39 @@ def protocol_response() -> str:
     return f"```json\n{jsonl.encode_response(1, p)}\n```\n"
 
 
-def protocol_errors() -> str:
+def error_lines() -> list[str]:
+    """The error lines PROTOCOL.md shows: an argument error (clause 1.5) and one about no argument."""
     from dyadic24.conformance import jsonl
 
-    exp_line, _ = jsonl.encode_exp_response(3, np.zeros(4, dtype=np.uint32))
+    return [
+        jsonl.encode_error(1, "tau", "must be finite and > 0 (clause 1.3)"),
+        jsonl.encode_error(None, None, "the line is not JSON"),
+    ]
+
+
+def protocol_errors() -> str:
+    tau, unparsed = error_lines()
     return (
-        f"```json\n{jsonl.encode_error(1, 'tau', 'must be finite and > 0 (clause 1.3)')}\n```\n\n"
-        f"An exp request and the head of its answer (then 16 bytes of e words):\n\n```json\n"
-        f"{jsonl.encode_exp_request(3, 0x80000000, 4)}\n{exp_line}\n```\n"
+        f"A call rejected under clause 1.5:\n\n```json\n{tau}\n```\n\n"
+        f"A line that could not be read far enough to find its id:\n\n```json\n{unparsed}\n```\n"
+    )
+
+
+def exp_exchange() -> tuple[str, str, bytes]:
+    """An exp request for z = -0 .. and its answer (the line and its frame of 4 e words)."""
+    from dyadic24.conformance import jsonl
+    from dyadic24.reference.fast_exp import exp32_np
+
+    z = np.arange(0x80000000, 0x80000004, dtype=np.uint64).astype(np.uint32)
+    line, frame = jsonl.encode_exp_response(3, exp32_np(z.view(np.float32)).view(np.uint32))
+    return jsonl.encode_exp_request(3, 0x80000000, 4), line, frame
+
+
+def protocol_exp() -> str:
+    request, line, frame = exp_exchange()
+    return (
+        f"```json\n{request}\n{line}\n```\n\nThe answer's line is followed by {len(frame)} bytes, "
+        f"`{frame.hex()}`: RN32(exp(-0)) and the next three, 1.0 (`3f800000`) each.\n"
     )
 
 
@@ -173,6 +198,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "conform-failure": (HERE / "README.md", failure_example),
     "protocol-handshake": (HERE / "PROTOCOL.md", protocol_handshake),
     "protocol-request": (HERE / "PROTOCOL.md", protocol_request),
+    "protocol-exp": (HERE / "PROTOCOL.md", protocol_exp),
     "protocol-response": (HERE / "PROTOCOL.md", protocol_response),
     "protocol-errors": (HERE / "PROTOCOL.md", protocol_errors),
     "invalid-calls": (HERE / "PROTOCOL.md", invalid_table),

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dyadic24.conformance.impls import Implementation
+from dyadic24.conformance.process import clip
 from dyadic24.conformance.report import ExpSweepResult
 from dyadic24.conformance.runner import Progress
 from dyadic24.conformance.workers import ordered_map
@@ -50,14 +51,21 @@ def expected(task: tuple[int, int]) -> npt.NDArray[np.uint32]:
 
 
 def run_exp_sweep(
-    impl: Implementation, *, workers: int = 1, progress: bool = True, max_examples: int = 20
+    impl: Implementation,
+    *,
+    workers: int = 1,
+    progress: bool = True,
+    max_examples: int = 20,
+    result: ExpSweepResult | None = None,
 ) -> ExpSweepResult:
     tasks = chunks()
-    result = ExpSweepResult(expected_total=TOTAL)
+    result = ExpSweepResult() if result is None else result
+    result.expected_total = TOTAL
     bar = Progress(f"[{impl.name}] exp sweep", TOTAL, "z", enabled=progress)
     began = time.monotonic()
+    stream = ordered_map(expected, tasks, workers)
     try:
-        for (start, count), want in zip(tasks, ordered_map(expected, tasks, workers), strict=True):
+        for (start, count), want in zip(tasks, stream, strict=True):
             got = impl.exp(start, count)
             if got.shape != (count,):
                 raise RuntimeError(f"asked for {count} values from z = {start:08x}, got {got.shape[0]}")
@@ -68,7 +76,9 @@ def run_exp_sweep(
             result.total += count
             bar.update(result.total, f"{result.mismatches} mismatches")
     except Exception as exc:  # a subject that fails mid-sweep is reported, not a runner crash
-        result.error = f"{type(exc).__name__}: {exc}"
-    result.seconds = time.monotonic() - began
+        result.error = clip(f"{type(exc).__name__}: {exc}")
+    finally:
+        stream.close()
+        result.seconds = time.monotonic() - began
     bar.finish(f"{result.mismatches} mismatches")
     return result

@@ -10,20 +10,16 @@ Python subject declares bfloat16 input (which only torch carries).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import os
-import queue
 import shlex
-import subprocess
 import sys
-import threading
 from abc import ABC, abstractmethod
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +27,8 @@ import numpy.typing as npt
 from dyadic24.api import K_MAX, SEMANTIC_ID, ArgumentError, Proposal, RowTrace
 from dyadic24.conformance import jsonl
 from dyadic24.conformance.jsonl import Call
+from dyadic24.conformance.process import SubjectGoneError, SubjectProcess, clip
+from dyadic24.conformance.stop import Interrupted
 
 KERNEL_TARGET = "dyadic24.kernels.adapter:propose"
 BUNDLED_TARGETS = {
@@ -43,7 +41,7 @@ BUNDLED_TARGETS = {
 BUNDLED_EXP = {"kernel": "dyadic24.kernels.adapter:exp32"}
 FORMATS_ATTRIBUTE = "logit_formats"  # a Python callable may list "bfloat16" here (torch input)
 ACCEPTED = "accepted it and returned outputs"
-STDERR_TAIL = 20  # lines of a command subject's standard error kept for crash reports
+DEFAULT_TIMEOUT = 600.0  # seconds a subject has for one response (--timeout)
 
 
 @dataclass(frozen=True)
@@ -65,6 +63,7 @@ class Implementation(ABC):
     traces: bool = False  # it can return the clause-12.3 trace
     formats: tuple[str, ...] = ("binary32",)  # logit formats it takes (clauses 1.1, 1.2)
     invalid_calls: bool = False  # it can be sent invalid calls (clause 1.5)
+    python_calls: bool = True  # invalid calls in their Python form (else their JSON-lines form)
     frames: bool = False  # JSON-lines: binary frames
 
     @abstractmethod
@@ -91,7 +90,7 @@ def tau_scalar(bits: int) -> np.float32:
     return np.float32(np.array([bits], dtype=np.uint32).view(np.float32)[0])
 
 
-def _to_numpy(value: Any) -> np.ndarray[Any, Any]:
+def to_numpy(value: Any) -> np.ndarray[Any, Any]:
     if hasattr(value, "detach"):  # a torch tensor, converted without importing torch
         value = value.detach().cpu().numpy()
     return np.asarray(value)
@@ -106,18 +105,19 @@ def check_outputs(result: Any, batch: int) -> tuple[Proposal | None, str | None]
     for name, ndim in _SHAPES.items():
         if not hasattr(result, name):
             return None, f"the result has no field {name!r} (clause 12.1)"
-        arr = _to_numpy(getattr(result, name))
+        arr = to_numpy(getattr(result, name))
         shape = (batch,) if ndim == 1 else (batch, K_MAX)
         if arr.shape != shape:
             return None, f"{name} has shape {list(arr.shape)}, expected {list(shape)} (clause 12.1)"
         if arr.dtype != np.int32:
             return None, f"{name} has dtype {arr.dtype}, expected int32 (clause 12.1)"
-        arrays[name] = arr
+        arrays[name] = np.ascontiguousarray(arr)
     return Proposal(arrays["status"], arrays["token"], arrays["ids"], arrays["tickets"]), None
 
 
 def trace_json(trace: Any, batch: int) -> tuple[list[dict[str, Any]] | None, str | None]:
-    """RowTrace objects (or their JSON forms) as one dict per row (clause 12.3), or why not."""
+    """RowTrace objects (or their JSON forms) as one dict per row (clause 12.3), or why not. The
+    values' JSON types are checked by the runner (jsonl.trace_problem)."""
     if trace is None:
         return None, None
     try:
@@ -138,14 +138,12 @@ def trace_json(trace: Any, batch: int) -> tuple[list[dict[str, Any]] | None, str
 
 
 def load_target(target: str) -> Callable[..., Any]:
-    """``package.module:callable`` (the attribute path after the colon may be dotted). The current
-    directory is searched first, as ``python -m`` does, so a module beside the user is found."""
+    """``package.module:callable`` (the attribute path after the colon may be dotted), imported by the
+    process that calls it: a subject's host puts the current directory first on sys.path, as
+    ``python -m`` does; the runner's own process never does (its ``dyadic24`` stays the installed one)."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"takes package.module:callable, got {target!r}")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
     obj: Any = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
@@ -164,13 +162,82 @@ def accepts_trace(func: Callable[..., Any]) -> bool:
     return "trace" in params
 
 
+def declared_formats(func: Callable[..., Any]) -> tuple[str, ...]:
+    """binary32 and binary16 (clause 12.2 requires both), and bfloat16 if ``logit_formats`` lists it."""
+    declared = getattr(func, FORMATS_ATTRIBUTE, ())
+    bf16 = isinstance(declared, list | tuple | set | frozenset) and "bfloat16" in declared
+    return ("binary32", "binary16") + (("bfloat16",) if bf16 else ())
+
+
+def _logits(call: Call) -> Any:
+    """The logits as a Python callable takes them: binary32 and binary16 as numpy arrays, bfloat16
+    as a torch tensor (numpy has none; only a callable that declared it gets one)."""
+    if call.fmt == "binary32":
+        return call.inputs.logits.copy()
+    assert call.narrow is not None
+    if call.fmt == "binary16":
+        return call.narrow.copy().view(np.float16)
+    import torch
+
+    return torch.from_numpy(call.narrow.copy().view(np.int16)).view(torch.bfloat16)
+
+
+def invoke(func: Callable[..., Any], call: Call, want_trace: bool) -> CallResult:
+    """One clause-12.2 call of ``func``; whatever it raises or returns becomes a CallResult. Only the
+    runner's own stop signal (Interrupted) passes through: a subject's KeyboardInterrupt, SystemExit
+    or GeneratorExit is its failure."""
+    from dyadic24.conformance.host import describe
+
+    inputs = call.inputs
+    kwargs: dict[str, Any] = {"tau": tau_scalar(inputs.tau_bits)}
+    if want_trace:
+        kwargs["trace"] = True
+    try:
+        args = (
+            _logits(call),
+            inputs.temperature.copy(),
+            inputs.seed.copy(),
+            inputs.round.copy(),
+            inputs.position.copy(),
+        )
+        result = func(*args, **kwargs)
+    except Interrupted:
+        raise
+    except ArgumentError as exc:
+        argument = getattr(exc, "argument", None)
+        return CallResult(
+            None,
+            error=f"raised {describe(exc)}",
+            clause="1.5",
+            argument=argument if isinstance(argument, str) else None,
+        )
+    except BaseException as exc:
+        return CallResult(None, error=f"raised {describe(exc)}")
+    try:
+        proposal, problem = check_outputs(result, inputs.batch)
+        if proposal is None:
+            return CallResult(None, error=problem, clause="12.1")
+        if not want_trace:
+            return CallResult(proposal)
+        rows, problem = trace_json(getattr(result, "trace", None), inputs.batch)
+    except Interrupted:
+        raise
+    except BaseException as exc:
+        return CallResult(None, error=f"reading its result raised {describe(exc)}", clause="12.1")
+    if problem is not None:
+        return CallResult(proposal, error=problem, clause="12.3")
+    return CallResult(proposal, rows)
+
+
 class PythonImplementation(Implementation):
-    """A callable with the clause-12.2 protocol; numpy arrays in, numpy or torch tensors out.
+    """A callable run in the runner's own process: the references the runner compares with (the
+    fuzzing's oracle) and unit tests. A subject under test is a HostedImplementation instead.
 
     binary16 logits travel as numpy float16 arrays (clause 12.2 requires them); bfloat16 logits only
     to a callable whose ``logit_formats`` attribute lists "bfloat16", as torch.bfloat16 tensors."""
 
     invalid_calls = True
+    python_calls = True
 
     def __init__(
         self,
@@ -181,55 +248,15 @@ class PythonImplementation(Implementation):
         origin: str | None = None,
     ) -> None:
         self.func = func
-        self.origin = origin  # how a worker process rebuilds it: "target:mod:callable" or "mutant:NAME"
+        self.origin = origin
         self.name = name
         self.mode = mode
         self.traces = accepts_trace(func)
-        declared = getattr(func, FORMATS_ATTRIBUTE, ())
-        self.formats = ("binary32", "binary16") + (("bfloat16",) if "bfloat16" in declared else ())
+        self.formats = declared_formats(func)
         self._exp = exp
 
-    def _logits(self, call: Call) -> Any:
-        if call.fmt == "binary32":
-            return call.inputs.logits.copy()
-        assert call.narrow is not None
-        if call.fmt == "binary16":
-            return call.narrow.copy().view(np.float16)
-        import torch  # bfloat16 exists only in torch (the callable declared it)
-
-        return torch.from_numpy(call.narrow.copy().view(np.int16)).view(torch.bfloat16)
-
-    def _invoke(self, args: Sequence[Any], kwargs: dict[str, Any], batch: int, want: bool) -> CallResult:
-        try:
-            result = self.func(*args, **kwargs)
-        except ArgumentError as exc:
-            return CallResult(None, error=f"raised ArgumentError: {exc}", clause="1.5", argument=exc.argument)
-        except Exception as exc:  # an implementation's crash is a finding, not a runner error
-            return CallResult(None, error=f"raised {type(exc).__name__}: {exc}")
-        proposal, problem = check_outputs(result, batch)
-        if proposal is None:
-            return CallResult(None, error=problem, clause="12.1")
-        if not want:
-            return CallResult(proposal)
-        rows, problem = trace_json(getattr(result, "trace", None), batch)
-        if problem is not None:
-            return CallResult(proposal, error=problem, clause="12.3")
-        return CallResult(proposal, rows)
-
     def call(self, call: Call, trace: bool) -> CallResult:
-        inputs = call.inputs
-        kwargs: dict[str, Any] = {"tau": tau_scalar(inputs.tau_bits)}
-        want = trace and self.traces
-        if want:
-            kwargs["trace"] = True
-        args = (
-            self._logits(call),
-            inputs.temperature.copy(),
-            inputs.seed.copy(),
-            inputs.round.copy(),
-            inputs.position.copy(),
-        )
-        return self._invoke(args, kwargs, inputs.batch, want)
+        return invoke(self.func, call, trace and self.traces)
 
     def invalid(self, case: Any) -> CallResult:
         args, kwargs = case.python()
@@ -250,48 +277,178 @@ class PythonImplementation(Implementation):
     def exp(self, start: int, count: int) -> npt.NDArray[np.uint32]:
         assert self._exp is not None
         z = np.arange(start, start + count, dtype=np.uint64).astype(np.uint32)
-        out = np.asarray(_to_numpy(self._exp(z)))
+        out = np.asarray(to_numpy(self._exp(z)))
         if out.dtype == np.float32:
             out = out.view(np.uint32)
         return out.astype(np.uint32, copy=False).reshape(-1)
 
 
+class SubjectError(Exception):
+    """A subject that cannot be started; ``skip`` if it cannot run here (a bundled implementation
+    without torch), else a setup error of the run (exit 2)."""
+
+    def __init__(self, message: str, skip: bool = False) -> None:
+        super().__init__(message)
+        self.skip = skip
+
+
+def package_env() -> dict[str, str]:
+    """The environment of a host: PYTHONPATH led by the root of the runner's own ``dyadic24``."""
+    import dyadic24
+
+    root = str(Path(next(iter(dyadic24.__path__))).parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+Arrays = Sequence[tuple[str, npt.NDArray[Any]]]
+
+
+class HostedImplementation(Implementation):
+    """A Python subject run in a process of its own (conformance/host.py): ``origin`` is
+    "target:module:callable" or "mutant:NAME"; ``exp`` an optional "module:callable" exp routine."""
+
+    invalid_calls = True
+    python_calls = True
+
+    def __init__(
+        self, origin: str, name: str, *, exp: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        from dyadic24.conformance import host
+
+        self.origin = origin
+        self.name = name
+        argv = [sys.executable, "-P", "-m", "dyadic24.conformance.host", origin] + ([exp] if exp else [])
+        self._proc = SubjectProcess(argv, host.read_message, timeout=timeout, name=name, env=package_env())
+        try:
+            hello, _ = self._receive()
+        except (SubjectGoneError, host.MessageError) as exc:
+            self.close()
+            raise SubjectError(f"{name}: cannot be started: {exc}") from exc
+        if not hello.get("ok"):
+            self.close()
+            raise SubjectError(f"{name}: {clip(str(hello.get('error')))}", skip=bool(hello.get("skip")))
+        self.mode = clip(str(hello.get("mode", "")), 200)
+        self.traces = bool(hello.get("traces"))
+        formats = hello.get("formats")
+        self.formats = tuple(f for f in jsonl.FORMATS if isinstance(formats, list) and f in formats)
+        self._has_exp = bool(hello.get("exp"))
+
+    def _receive(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        from dyadic24.conformance import host
+
+        head, body = self._proc.receive()
+        return host.unpack(head, body)
+
+    def _exchange(
+        self, header: dict[str, Any], arrays: Arrays = ()
+    ) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        from dyadic24.conformance import host
+
+        self._proc.send(host.pack(header, arrays))
+        try:
+            return self._receive()
+        except host.MessageError as exc:
+            self._proc.dead = f"{self.name}: {exc}"
+            self._proc.kill()
+            raise SubjectGoneError(self._proc.dead) from exc
+
+    def call(self, call: Call, trace: bool) -> CallResult:
+        inputs = call.inputs
+        want = trace and self.traces
+        header = {"op": "call", "fmt": call.fmt, "trace": want, "tau_bits": inputs.tau_bits}
+        arrays = [
+            ("logits", call.logit_words()),
+            ("temperature", inputs.temperature.view(np.uint32)),
+            ("seed", inputs.seed),
+            ("round", inputs.round),
+            ("position", inputs.position),
+        ]
+        try:
+            reply, got = self._exchange(header, arrays)
+        except SubjectGoneError as exc:
+            return CallResult(None, error=str(exc))
+        error = reply.get("error")
+        clause = clip(str(reply.get("clause") or "12.2"), 8)
+        argument = reply.get("argument") if isinstance(reply.get("argument"), str) else None
+        b = inputs.batch
+        shapes = {"status": (b,), "token": (b,), "ids": (b, K_MAX), "tickets": (b, K_MAX)}
+        if not all(k in got and got[k].shape == v and got[k].dtype == np.int32 for k, v in shapes.items()):
+            return CallResult(None, error=clip(str(error or "no outputs")), clause=clause, argument=argument)
+        proposal = Proposal(got["status"], got["token"], got["ids"], got["tickets"])
+        if error is not None:
+            return CallResult(proposal, error=clip(str(error)), clause=clause)
+        rows = reply.get("trace")
+        if want and rows is not None:
+            problem = jsonl.trace_problem(rows, b)
+            if problem is not None:
+                return CallResult(proposal, error=f"the trace {problem}", clause="12.3")
+        return CallResult(proposal, rows if want else None)
+
+    def invalid(self, case: Any) -> CallResult:
+        try:
+            reply, _ = self._exchange({"op": "invalid", "case": case.name})
+        except SubjectGoneError as exc:
+            return CallResult(None, error=str(exc), clause="1.5")
+        raised = reply.get("raised")
+        if raised is None:
+            return CallResult(None, error=ACCEPTED, clause="1.5")
+        text = clip(str(reply.get("error")))
+        if raised == "ArgumentError":
+            argument = reply.get("argument")
+            return CallResult(
+                None, error=text, clause="1.5", argument=argument if isinstance(argument, str) else None
+            )
+        return CallResult(None, error=f"raised {text}, not ArgumentError", clause="1.5")
+
+    @property
+    def has_exp(self) -> bool:
+        return self._has_exp
+
+    def exp(self, start: int, count: int) -> npt.NDArray[np.uint32]:
+        reply, got = self._exchange({"op": "exp", "start": start, "count": count})
+        e = got.get("e")
+        if reply.get("error") is not None or e is None or e.dtype != np.uint32 or e.shape != (count,):
+            raise RuntimeError(clip(str(reply.get("error") or f"no {count} exp results")))
+        return e
+
+    def close(self) -> None:
+        self._proc.close()
+
+
 class CommandImplementation(Implementation):
-    """A program speaking the JSON-lines protocol (PROTOCOL.md) on stdin/stdout, in binary mode.
+    """A program speaking the JSON-lines protocol (PROTOCOL.md) on stdin/stdout, in binary mode, run
+    as a SubjectProcess: in a session of its own, every read and write under ``timeout``, ended with
+    its children. Its standard error is relayed; the last lines are quoted where it fails."""
 
-    Its standard error goes to the runner's, and the last lines are kept so that a crash is reported
-    with them at the call where it happened."""
+    python_calls = False
 
-    def __init__(self, command: str | Sequence[str], timeout: float = 600.0) -> None:
+    def __init__(self, command: str | Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> None:
         argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not argv:
+            raise SubjectError("the command is empty")
         self.argv = argv
-        self.timeout = timeout
         self.name = " ".join(argv)
         self._next_id = 0
-        self._proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        self._lines: queue.Queue[tuple[bytes, bytes] | None] = queue.Queue()
-        self._stderr: deque[str] = deque(maxlen=STDERR_TAIL)
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._relay, daemon=True).start()
-        self._silent = False
-        self._dead: str | None = None
-        got = self._line()
-        if got is None:
-            reason = self._gone()
-            self.close()
-            raise RuntimeError(f"{self.name}: no handshake line (PROTOCOL.md): {reason}")
         try:
-            hello = jsonl.decode_handshake(got[0])
+            self._proc = SubjectProcess(argv, jsonl.read_unit, timeout=timeout, name=self.name)
+        except OSError as exc:
+            raise SubjectError(f"{self.name}: cannot be started ({exc.strerror or exc})") from exc
+        try:
+            line, _ = self._proc.receive()
+            hello = jsonl.decode_handshake(line)
+        except SubjectGoneError as exc:
+            self.close()
+            raise SubjectError(f"no handshake line (PROTOCOL.md): {exc}") from exc
         except jsonl.ProtocolError as exc:
             self.close()
-            raise RuntimeError(f"{self.name}: {exc}") from exc
+            raise SubjectError(f"{self.name}: {exc}") from exc
         if hello.semantic_id != SEMANTIC_ID:
             self.close()
-            raise RuntimeError(
-                f"{self.name} implements {hello.semantic_id!r}, this runner checks {SEMANTIC_ID!r}"
-                " (clause 11.1)"
+            raise SubjectError(
+                f"{self.name} implements {clip(repr(hello.semantic_id), 80)}, this runner checks"
+                f" {SEMANTIC_ID!r} (clause 11.1)"
             )
         self.hello = hello
         self.traces = hello.trace
@@ -300,92 +457,28 @@ class CommandImplementation(Implementation):
         self.invalid_calls = hello.minor >= 1
         version = f"{jsonl.PROTOCOL}.{hello.minor}"
         self.mode = f"JSON-lines {version}" + (
-            f", implementation {hello.implementation!r}" if hello.implementation else ""
+            f", implementation {clip(repr(hello.implementation), 200)}" if hello.implementation else ""
         )
-
-    def _read(self) -> None:
-        out = self._proc.stdout
-        assert out is not None
-        while True:
-            line = out.readline()
-            if not line:
-                break
-            n = jsonl.frame_length(line)
-            frame = out.read(n) if n else b""
-            self._lines.put((line, frame))
-        self._lines.put(None)
-
-    def _relay(self) -> None:
-        err: IO[bytes] | None = self._proc.stderr
-        assert err is not None
-        for raw in err:
-            text = raw.decode("utf-8", "replace")
-            self._stderr.append(text.rstrip("\n"))
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write(text)
-                sys.stderr.flush()
-
-    def _line(self) -> tuple[bytes, bytes] | None:
-        """The next line and its frame; None at end of output (the program exited) or after the timeout."""
-        try:
-            got = self._lines.get(timeout=self.timeout)
-        except queue.Empty:
-            self._silent = True
-            return None
-        if got is None:
-            self._lines.put(None)  # stays at end of output
-        return got
-
-    def _gone(self) -> str:
-        if self._silent:
-            return f"no response within {self.timeout:g} s"
-        try:
-            code: int | None = self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
-        text = (
-            f"the implementation exited (exit status {code})"
-            if code is not None
-            else "the implementation closed its output"
-        )
-        tail = " | ".join(line for line in list(self._stderr)[-3:] if line.strip())
-        return f"{text}; its last standard error: {tail}" if tail else text
-
-    def _send(self, line: str, payload: bytes = b"") -> str | None:
-        """Write one request; the reason it could not be written, if so."""
-        stdin = self._proc.stdin
-        assert stdin is not None
-        try:
-            stdin.write(line.encode() + b"\n")
-            if payload:
-                stdin.write(payload)
-            stdin.flush()
-        except OSError as exc:
-            return f"the implementation closed its input ({exc}); {self._gone()}"
-        return None
 
     def _exchange(
         self, line: str, payload: bytes, request_id: int, batch: int
     ) -> tuple[jsonl.Response | None, CallResult | None]:
-        if self._dead is not None:
-            return None, CallResult(None, error=self._dead, clause="12.4")
-        problem = self._send(line, payload)
-        if problem is not None:
-            self._dead = problem
-            return None, CallResult(None, error=problem, clause="12.4")
-        got = self._line()
-        if got is None:
-            self._dead = self._gone()
-            return None, CallResult(None, error=self._dead, clause="12.4")
         try:
-            response = jsonl.decode_response(got[0], batch, got[1])
+            self._proc.send(line.encode() + b"\n" + payload)
+            got_line, got_frame = self._proc.receive()
+        except SubjectGoneError as exc:
+            return None, CallResult(None, error=str(exc), clause="12.4")
+        try:
+            response = jsonl.decode_response(got_line, batch, got_frame)
         except jsonl.ProtocolError as exc:
             return None, CallResult(None, error=str(exc), clause="12.4")
         if response.id != request_id:
-            self._dead = (
-                f"response id {response.id} answers request {request_id}: out of step ({jsonl.quote(got[0])})"
+            self._proc.dead = (
+                f"response id {response.id} answers request {request_id}: out of step"
+                f" ({jsonl.quote(got_line)})"
             )
-            return None, CallResult(None, error=self._dead, clause="12.4")
+            self._proc.kill()
+            return None, CallResult(None, error=self._proc.dead, clause="12.4")
         return response, None
 
     def _new_id(self) -> int:
@@ -400,6 +493,8 @@ class CommandImplementation(Implementation):
         if failed is not None:
             return failed
         assert response is not None
+        if response.exp_bits is not None:
+            return CallResult(None, error="a propose request answered with an exp frame", clause="12.4")
         if response.proposal is None:
             return CallResult(
                 None,
@@ -419,9 +514,9 @@ class CommandImplementation(Implementation):
         line, payload = case.wire(request_id, self.frames)
         response, failed = self._exchange(line, payload, request_id, case.batch)
         if failed is not None:
-            return failed
+            return CallResult(None, error=failed.error, clause="1.5")
         assert response is not None
-        if response.proposal is not None:
+        if response.proposal is not None or response.exp_bits is not None:
             return CallResult(None, error=ACCEPTED, clause="1.5")
         return CallResult(
             None,
@@ -442,22 +537,15 @@ class CommandImplementation(Implementation):
         if failed is not None:
             raise RuntimeError(failed.error)
         assert response is not None
-        if response.exp_bits is None:
+        if response.exp_bits is None or response.exp_bits.shape != (count,):
             raise RuntimeError(
-                f"exp request answered without a frame: error {response.error_argument!r}:"
+                f"exp request for {count} values answered without them: error {response.error_argument!r}:"
                 f" {response.error_message}"
             )
         return response.exp_bits
 
     def close(self) -> None:
-        if self._proc.stdin is not None and not self._proc.stdin.closed:
-            with contextlib.suppress(OSError):  # the program may have exited already
-                self._proc.stdin.close()
-        try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        self._proc.close()
 
 
 def triton_mode() -> tuple[str | None, str]:
@@ -484,28 +572,20 @@ def triton_mode() -> tuple[str | None, str]:
     return None, "TRITON_INTERPRET=1 (Triton interpreter on the CPU)"
 
 
-def bundled(names: Sequence[str]) -> list[tuple[str, Implementation | None, str]]:
-    """(name, implementation or None, mode or skip reason) for each bundled implementation asked for."""
+def bundled(
+    names: Sequence[str], timeout: float = DEFAULT_TIMEOUT
+) -> list[tuple[str, Implementation | None, str]]:
+    """(name, implementation or None, mode or the reason it cannot run) for each bundled
+    implementation asked for, each in a host process of its own."""
     out: list[tuple[str, Implementation | None, str]] = []
     for name in names:
         target = BUNDLED_TARGETS[name]
-        if name == "kernel":
-            skip, mode = triton_mode()
-            if skip is not None:
-                out.append((name, None, skip))
-                continue
-        else:
-            mode = "Python reference"
         try:
-            func = load_target(target)
-        except (ImportError, AttributeError) as exc:
-            out.append((name, None, f"{target} is not importable ({exc})"))
+            impl = HostedImplementation(
+                f"target:{target}", f"{name} ({target})", exp=BUNDLED_EXP.get(name), timeout=timeout
+            )
+        except SubjectError as exc:
+            out.append((name, None, str(exc)))
             continue
-        exp = None
-        if name in BUNDLED_EXP:
-            with contextlib.suppress(ImportError, AttributeError):
-                exp = load_target(BUNDLED_EXP[name])
-        out.append(
-            (name, PythonImplementation(func, f"{name} ({target})", mode, exp, f"target:{target}"), mode)
-        )
+        out.append((name, impl, impl.mode))
     return out

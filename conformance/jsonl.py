@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dyadic24.api import K_MAX, SEMANTIC_ID, ArgumentError, CallInputs, Proposal, tau_to_bits
+from dyadic24.conformance.process import OversizeError, clip
 
 PROTOCOL = "dyadic24-jsonl-1"
 MINOR = 1  # the newest minor version this runner speaks
@@ -131,14 +132,34 @@ class Response:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _load(line: str | bytes, what: str) -> dict[str, Any]:
+    """A JSON object with unique keys (RFC 8259 leaves duplicates undefined; PROTOCOL.md forbids them),
+    without the non-JSON constants NaN and Infinity that Python's parser would take."""
     try:
-        obj = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ProtocolError(f"{what} is not JSON ({exc}): {quote(line)}") from exc
+        obj = json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise ProtocolError(f"{what} is not valid JSON ({clip(str(exc), 200)}): {quote(line)}") from exc
     if not isinstance(obj, dict):
         raise ProtocolError(f"{what} is not a JSON object: {quote(line)}")
     return obj
+
+
+def is_int(value: Any) -> bool:
+    """A JSON integer: an int that is not a bool (3.0, "3" and true are not integers)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def words_hex(bits: npt.NDArray[Any]) -> str:
@@ -168,36 +189,60 @@ def encode_handshake(implementation: str, trace: bool, **features: Any) -> str:
     return Handshake(SEMANTIC_ID, implementation, trace, **features).encode()
 
 
+HANDSHAKE_KEYS = {"protocol", "semanticId", "implementation", "trace", "minor", "formats", "frames", "exp"}
+
+
 def decode_handshake(line: str | bytes) -> Handshake:
+    """The subject's first line, every key checked for its JSON type (PROTOCOL.md, "Handshake")."""
     obj = _load(line, "handshake")
     if obj.get("protocol") != PROTOCOL:
         raise ProtocolError(
-            f"handshake protocol is {obj.get('protocol')!r}, expected {PROTOCOL!r}: {quote(line)}"
+            f"handshake protocol is {clip(repr(obj.get('protocol')), 80)}, expected {PROTOCOL!r}:"
+            f" {quote(line)}"
+        )
+    minor = obj.get("minor", 0)
+    if not is_int(minor) or minor < 0:
+        raise ProtocolError(f"handshake minor must be a non-negative integer: {quote(line)}")
+    unknown = sorted(set(obj) - HANDSHAKE_KEYS)
+    if unknown and minor <= MINOR:
+        raise ProtocolError(
+            f"handshake has key(s) {unknown} that minor version {minor} does not define: {quote(line)}"
         )
     sid = obj.get("semanticId")
     if not isinstance(sid, str):
         raise ProtocolError(f"handshake has no semanticId string: {quote(line)}")
-    minor = obj.get("minor", 0)
-    if not isinstance(minor, int) or isinstance(minor, bool) or minor < 0:
-        raise ProtocolError(f"handshake minor must be a non-negative integer: {quote(line)}")
+    name = obj.get("implementation", "")
+    if not isinstance(name, str):
+        raise ProtocolError(f"handshake implementation must be a string: {quote(line)}")
+    for key in ("trace", "frames", "exp"):
+        if key in obj and not isinstance(obj[key], bool):
+            raise ProtocolError(f"handshake {key} must be true or false: {quote(line)}")
+    trace = bool(obj.get("trace", False))
     if minor == 0:
-        return Handshake(sid, str(obj.get("implementation", "")), bool(obj.get("trace", False)))
+        extra = sorted({"formats", "frames", "exp"} & set(obj))
+        if extra:
+            raise ProtocolError(
+                f"handshake of minor version 0 announces {extra} (minor 1 features): {quote(line)}"
+            )
+        return Handshake(sid, name, trace)
     formats = obj.get("formats", ["binary32"])
-    if not isinstance(formats, list) or "binary32" not in formats or not set(formats) <= set(FORMATS):
-        raise ProtocolError(f"handshake formats must list binary32 and only {list(FORMATS)}: {quote(line)}")
+    if (
+        not isinstance(formats, list)
+        or not all(isinstance(f, str) for f in formats)
+        or len(set(formats)) != len(formats)
+        or "binary32" not in formats
+        or not set(formats) <= set(FORMATS)
+    ):
+        raise ProtocolError(
+            f"handshake formats must list binary32 and only {list(FORMATS)}, each once: {quote(line)}"
+        )
     frames, exp = bool(obj.get("frames", False)), bool(obj.get("exp", False))
     if exp and not frames:
         raise ProtocolError(
             f"handshake announces exp without frames (exp results travel in frames): {quote(line)}"
         )
     return Handshake(
-        sid,
-        str(obj.get("implementation", "")),
-        bool(obj.get("trace", False)),
-        min(minor, MINOR),
-        tuple(f for f in FORMATS if f in formats),
-        frames,
-        exp,
+        sid, name, trace, min(minor, MINOR), tuple(f for f in FORMATS if f in formats), frames, exp
     )
 
 
@@ -333,14 +378,38 @@ def decode_request(line: str | bytes, frame: bytes | None = None) -> Request:
     return Request(request_id, Call(inputs, fmt, narrow), bool(obj.get("trace", False)))
 
 
+MAX_LINE = 64 << 20  # bytes of one response line the runner reads (a longer one is refused)
+MAX_FRAME = 64 << 20  # bytes of one response frame (an exp answer of 2^22 words is 16 MiB)
+
+
 def frame_length(line: str | bytes) -> int:
     """Bytes of binary frame that follow a request or response line (0 if it announces none)."""
     try:
         obj = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return 0
     n = obj.get("frame", 0) if isinstance(obj, dict) else 0
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+    return n if is_int(n) and n > 0 else 0
+
+
+def read_unit(stream: IO[bytes]) -> tuple[bytes, bytes] | None:
+    """The next response line and the frame it announces, read from a subject's output; None at end of
+    output. A line over MAX_LINE or a frame over MAX_FRAME is refused before it is read whole
+    (OversizeError), since the stream cannot be followed past it."""
+    line = stream.readline(MAX_LINE + 1)
+    if not line:
+        return None
+    if len(line) > MAX_LINE:
+        raise OversizeError(f"a response line longer than {MAX_LINE >> 20} MiB: {quote(line[:QUOTE])}")
+    n = frame_length(line)
+    if n > MAX_FRAME:
+        raise OversizeError(
+            f"a response announces a frame of {n:,} bytes (at most {MAX_FRAME:,}): {quote(line)}"
+        )
+    frame = stream.read(n) if n else b""
+    if len(frame) < n:
+        raise OversizeError(f"a response frame ended after {len(frame):,} of {n:,} bytes")
+    return line, frame
 
 
 def widen16(bits: npt.NDArray[np.uint16], fmt: str) -> npt.NDArray[np.float32]:
@@ -368,53 +437,160 @@ def encode_exp_response(request_id: int, e_bits: npt.NDArray[np.uint32]) -> tupl
     return json.dumps({"id": request_id, "frame": len(payload)}, separators=(",", ":")), payload
 
 
-def encode_error(request_id: int | None, argument: str, message: str) -> str:
+def encode_error(request_id: int | None, argument: str | None, message: str) -> str:
     return json.dumps(
         {"id": request_id, "error": {"argument": argument, "message": message}}, separators=(",", ":")
     )
 
 
-def _int32(values: Any, shape: tuple[int, ...], name: str, line: str | bytes) -> npt.NDArray[np.int32]:
-    try:
-        arr = np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ProtocolError(f"response {name} is not a list of integers ({exc}): {quote(line)}") from exc
-    if arr.size != int(np.prod(shape)):
-        raise ProtocolError(
-            f"response {name} has {arr.size} values, expected shape {list(shape)}: {quote(line)}"
-        )
-    if arr.size and (arr.min() < -(1 << 31) or arr.max() >= 1 << 31):
-        raise ProtocolError(f"response {name} holds a value outside int32: {quote(line)}")
-    return arr.reshape(shape).astype(np.int32)
+ARGUMENTS = ("logits", "temperature", "seed", "round", "position", "tau")  # clause 1.5
+RESPONSE_KEYS = {"id", "status", "token", "ids", "tickets", "trace"}
+I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _ints(values: Any, count: int, name: str, line: str | bytes) -> list[int]:
+    if not isinstance(values, list) or len(values) != count:
+        have = f"{len(values)} entries" if isinstance(values, list) else f"a {type(values).__name__}"
+        raise ProtocolError(f"response {name} must be a list of {count} integers, got {have}: {quote(line)}")
+    for v in values:
+        if not is_int(v):
+            raise ProtocolError(
+                f"response {name} holds {clip(json.dumps(v), 40)}, not a JSON integer (PROTOCOL.md):"
+                f" {quote(line)}"
+            )
+        if not I32[0] <= v <= I32[1]:
+            raise ProtocolError(f"response {name} holds {v}, outside int32: {quote(line)}")
+    return values
+
+
+def _matrix(values: Any, batch: int, name: str, line: str | bytes) -> npt.NDArray[np.int32]:
+    if isinstance(values, list) and len(values) == batch and all(isinstance(r, list) for r in values):
+        flat = [v for r in values for v in _ints(r, K_MAX, f"{name} row", line)]
+    else:
+        flat = _ints(values, batch * K_MAX, name, line)  # the flat form of B x 32 integers
+    return np.array(flat, dtype=np.int32).reshape(batch, K_MAX)
 
 
 def decode_response(line: str | bytes, batch: int, frame: bytes | None = None) -> Response:
-    """A response line (and its frame, for an exp response); a malformed line raises ProtocolError
-    quoting it."""
+    """A response line (and its frame, for an exp response). Every key and value is checked for its
+    JSON type and range (PROTOCOL.md, "Response"); a malformed line raises ProtocolError quoting it."""
     obj = _load(line, "response")
     if "id" not in obj:
         raise ProtocolError(f"response lacks id: {quote(line)}")
     raw_id = obj["id"]
-    request_id = raw_id if isinstance(raw_id, int) and not isinstance(raw_id, bool) else -1
+    if raw_id is not None and not is_int(raw_id):
+        raise ProtocolError(f"response id must be an integer (or null in an error line): {quote(line)}")
+    request_id = raw_id if is_int(raw_id) else -1
     if "error" in obj:
-        err = obj["error"] if isinstance(obj["error"], dict) else {"message": str(obj["error"])}
-        return Response(request_id, None, None, str(err.get("argument", "")), str(err.get("message", "")))
+        err = obj["error"]
+        if set(obj) != {"id", "error"} or not isinstance(err, dict) or set(err) - {"argument", "message"}:
+            raise ProtocolError(
+                f'an error line is {{"id": ..., "error": {{"argument": ..., "message": ...}}}}: {quote(line)}'
+            )
+        argument, message = err.get("argument"), err.get("message", "")
+        if argument is not None and argument not in ARGUMENTS:
+            raise ProtocolError(f"error argument must be null or one of {list(ARGUMENTS)}: {quote(line)}")
+        if not isinstance(message, str):
+            raise ProtocolError(f"error message must be a string: {quote(line)}")
+        return Response(request_id, None, None, argument, clip(message, 500))
+    if raw_id is None:
+        raise ProtocolError(f"response id is null outside an error line: {quote(line)}")
     if "frame" in obj:
+        if set(obj) != {"id", "frame"} or not is_int(obj["frame"]):
+            raise ProtocolError(f'an exp response is {{"id": ..., "frame": bytes}}: {quote(line)}')
         if frame is None or len(frame) != obj["frame"] or len(frame) % 4:
             raise ProtocolError(f"exp response frame missing or of a wrong length: {quote(line)}")
         return Response(request_id, None, None, exp_bits=np.frombuffer(frame, dtype="<u4").astype(np.uint32))
-    try:
-        proposal = Proposal(
-            status=_int32(obj["status"], (batch,), "status", line),
-            token=_int32(obj["token"], (batch,), "token", line),
-            ids=_int32(obj["ids"], (batch, K_MAX), "ids", line),
-            tickets=_int32(obj["tickets"], (batch, K_MAX), "tickets", line),
-        )
-    except KeyError as exc:
-        raise ProtocolError(f"response lacks {exc}: {quote(line)}") from exc
+    unknown = sorted(set(obj) - RESPONSE_KEYS)
+    if unknown:
+        raise ProtocolError(f"response has key(s) {unknown} that PROTOCOL.md does not define: {quote(line)}")
+    missing = [k for k in ("status", "token", "ids", "tickets") if k not in obj]
+    if missing:
+        raise ProtocolError(f"response lacks {missing}: {quote(line)}")
+    proposal = Proposal(
+        status=np.array(_ints(obj["status"], batch, "status", line), dtype=np.int32),
+        token=np.array(_ints(obj["token"], batch, "token", line), dtype=np.int32),
+        ids=_matrix(obj["ids"], batch, "ids", line),
+        tickets=_matrix(obj["tickets"], batch, "tickets", line),
+    )
     trace = obj.get("trace")
-    if trace is not None and (
-        not isinstance(trace, list) or len(trace) != batch or not all(isinstance(t, dict) for t in trace)
-    ):
-        raise ProtocolError(f"response trace must be a list of {batch} row-trace objects: {quote(line)}")
+    if trace is not None:
+        problem = trace_problem(trace, batch)
+        if problem is not None:
+            raise ProtocolError(f"response trace: {problem}: {quote(line)}")
     return Response(request_id, proposal, trace)
+
+
+# ---- trace values (clause 12.3): the JSON type each key's value must have
+
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def _hex(value: Any, digits: int) -> bool:
+    return isinstance(value, str) and len(value) == digits and set(value) <= _HEX_DIGITS
+
+
+def _int_list(value: Any, most: int = K_MAX) -> bool:
+    return isinstance(value, list) and len(value) <= most and all(is_int(v) for v in value)
+
+
+def _hex_list(value: Any, digits: int, count: int | None = None, most: int = K_MAX) -> bool:
+    return (
+        isinstance(value, list)
+        and (len(value) == count if count is not None else len(value) <= most)
+        and all(_hex(v, digits) for v in value)
+    )
+
+
+def _tree(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 5
+        and all(_hex_list(level, 16, 16 >> i) for i, level in enumerate(value))
+    )
+
+
+TRACE_TYPES: dict[str, tuple[str, Any]] = {
+    "status": ("an integer", is_int),
+    "path": ('"failed", "greedy" or "sampled"', lambda v: v in ("failed", "greedy", "sampled")),
+    "token": ("an integer", is_int),
+    "order": ("a list of at most 32 integers", _int_list),
+    "argmax": ("an integer", is_int),
+    "m": ("8 lower-case hex digits", lambda v: _hex(v, 8)),
+    "support_ids": ("a list of at most 32 integers", _int_list),
+    "support_tickets": ("a list of at most 32 integers", _int_list),
+    "slot_ids": ("a list of at most 32 integers", _int_list),
+    "d": ("a list of at most 32 hex8 strings", lambda v: _hex_list(v, 8)),
+    "z": ("a list of at most 32 hex8 strings", lambda v: _hex_list(v, 8)),
+    "e": ("a list of at most 32 hex8 strings", lambda v: _hex_list(v, 8)),
+    "tree": ("5 levels of 16, 8, 4, 2 and 1 hex16 strings", _tree),
+    "S": ("16 lower-case hex digits", lambda v: _hex(v, 16)),
+    "p": ("a list of at most 32 hex16 strings", lambda v: _hex_list(v, 16)),
+    "counts": ("a list of at most 32 integers", _int_list),
+    "R": ("an integer", is_int),
+    "tickets": ("a list of at most 32 integers", _int_list),
+    "key": ("2 hex8 strings", lambda v: _hex_list(v, 8, 2)),
+    "block": ("4 hex8 strings", lambda v: _hex_list(v, 8, 4)),
+    "u": ("an integer", is_int),
+}
+assert tuple(TRACE_TYPES) == TRACE_KEYS
+
+
+def trace_problem(trace: Any, batch: int) -> str | None:
+    """Why a trace is not B row objects of clause 12.3 (keys of its table only, each value of its
+    JSON type, null meaning absent); None if it is one."""
+    if not isinstance(trace, list) or len(trace) != batch:
+        have = f"{len(trace)} rows" if isinstance(trace, list) else f"a {type(trace).__name__}"
+        return f"must be a list of B = {batch} row objects (clause 12.3), got {have}"
+    for r, row in enumerate(trace):
+        if not isinstance(row, dict):
+            return f"row {r} is a {type(row).__name__}, not an object (clause 12.3)"
+        extra = sorted(k for k in row if k not in TRACE_TYPES)
+        if extra:
+            return f"row {r} has key(s) {clip(str(extra), 200)} that clause 12.3 does not define"
+        for key, value in row.items():
+            what, ok = TRACE_TYPES[key]
+            if value is not None and not ok(value):
+                shown = clip(json.dumps(value, default=repr), 60)
+                return f"row {r} key {key!r} is {shown}, not {what} (clause 12.3)"
+    return None

@@ -99,7 +99,7 @@ def run_matrix(name: str, workers: int) -> dict[str, Any]:
     from dyadic24.conformance.runner import run_accumulated, run_fuzz
 
     impl = _impl(name)
-    acc = run_accumulated(impl, ACCUMULATED_ROWS, progress=False, workers=workers)
+    acc = run_accumulated(impl, ACCUMULATED_ROWS, progress=False)
     fuzz = run_fuzz(
         impl, oracle("fast"), examples=FUZZ_EXAMPLES, seed=FUZZ_SEED, shrink=False, progress=False
     )

@@ -25,6 +25,7 @@ REQUIRED_ACCUMULATED = 10_000  # rows (clause 13.2's value that every run checks
 REQUIRED_FUZZ = 200  # examples (the CI profile's default)
 REPRODUCER_CHARS = 2000  # longer reproducers are cut in the text report (the JSON report has them whole)
 CONFORMANT, NON_CONFORMANT, REDUCED, SKIPPED = "CONFORMANT", "NON-CONFORMANT", "REDUCED", "SKIPPED"
+INTERRUPTED = "INTERRUPTED"  # stopped by SIGINT or SIGTERM before every check had run
 
 
 @dataclass
@@ -38,8 +39,9 @@ class VectorResult:
     clauses: tuple[str, ...]
     rows: int
     divergences: list[Divergence] = field(default_factory=list)
-    traced: bool = False  # the implementation's trace was compared (every row)
+    traced: bool = False  # the implementation returned a trace (every row)
     fmt: str = "binary32"  # the logits' format on the way in (clause 1.2)
+    trace_keys: tuple[int, int] = (0, 0)  # (values its trace held, values the reference's trace holds)
 
     @property
     def passed(self) -> bool:
@@ -60,6 +62,7 @@ class VectorResult:
             "rows": self.rows,
             "passed": self.passed,
             "traced": self.traced,
+            "traceKeys": list(self.trace_keys),
             "divergences": [d.as_json() for d in self.divergences],
         }
 
@@ -187,6 +190,7 @@ class BulkResult:
     seed: int
     rows: int = 0
     calls: int = 0
+    workers: int = 1  # processes computing the expected outputs
     differing_rows: int = 0
     failed_calls: int = 0  # calls that gave no outputs
     seconds: float = 0.0
@@ -209,6 +213,7 @@ class BulkResult:
             "seed": self.seed,
             "rows": self.rows,
             "calls": self.calls,
+            "workers": self.workers,
             "differing_rows": self.differing_rows,
             "failed_calls": self.failed_calls,
             "seconds": round(self.seconds, 2),
@@ -234,7 +239,13 @@ class ExpSweepResult:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.mismatches == 0 and self.total == self.expected_total
+        """No mismatch and no failure in what was swept (a sweep cut short by a signal is incomplete,
+        not failed: ``complete``)."""
+        return self.error is None and self.mismatches == 0
+
+    @property
+    def complete(self) -> bool:
+        return self.total == self.expected_total
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -263,7 +274,8 @@ class ImplementationReport:
     invalid_note: str | None = None  # why invalid calls were not sent, if they were not
     bulk: BulkResult | None = None
     exp_sweep: ExpSweepResult | None = None
-    exp_note: str | None = None
+    exp_asked: bool = False  # --exp-sweep was given: the sweep is then required of this subject
+    interrupted: str | None = None  # the signal that stopped the run during this subject's checks
 
     def base_vectors(self) -> list[VectorResult]:
         return [v for v in self.vectors if v.fmt == "binary32"]
@@ -295,8 +307,11 @@ class ImplementationReport:
             out.append("invalid calls" + (f" ({self.invalid_note})" if self.invalid_note else ""))
         if self.accumulated is None or self.accumulated.rows < REQUIRED_ACCUMULATED:
             out.append(f"accumulated check ({REQUIRED_ACCUMULATED:,} rows)")
-        if self.fuzz is None or self.fuzz.budget < REQUIRED_FUZZ:
+        short = self.fuzz is not None and self.fuzz.ok and self.fuzz.examples < self.fuzz.budget
+        if self.fuzz is None or self.fuzz.budget < REQUIRED_FUZZ or short:
             out.append(f"fuzz ({REQUIRED_FUZZ} examples)")
+        if self.exp_asked and (self.exp_sweep is None or not self.exp_sweep.complete):
+            out.append("exp sweep")
         return out
 
     @property
@@ -305,6 +320,8 @@ class ImplementationReport:
             return SKIPPED
         if self.failed:
             return NON_CONFORMANT
+        if self.interrupted is not None:
+            return INTERRUPTED
         return REDUCED if self.missing() else CONFORMANT
 
     def divergences(self) -> list[Divergence]:
@@ -327,6 +344,10 @@ class ImplementationReport:
             "vectors_run": len(base),
             "vectors_total": self.vectors_total,
             "vectors_traced": sum(v.traced for v in base),
+            "trace_keys": [
+                sum(v.trace_keys[0] for v in self.vectors),
+                sum(v.trace_keys[1] for v in self.vectors),
+            ],
             "narrow_passed": sum(v.passed for v in self.narrow_vectors()),
             "narrow_run": len(self.narrow_vectors()),
             "clauses": clause_table(self.vectors),
@@ -338,7 +359,7 @@ class ImplementationReport:
             "accumulated": self.accumulated.as_json() if self.accumulated else None,
             "bulk": self.bulk.as_json() if self.bulk else None,
             "exp_sweep": self.exp_sweep.as_json() if self.exp_sweep else None,
-            "exp_note": self.exp_note,
+            "interrupted": self.interrupted,
         }
 
 
@@ -348,14 +369,22 @@ class RunReport:
     vectors_sha256: str
     implementations: list[ImplementationReport] = field(default_factory=list)
     semantic_id: str = SEMANTIC_ID
+    subject: str = ""  # what was checked, as the user named it (--impl, --cmd, --mutant, bundled)
+    label: str | None = None  # --label: the user's name for this build (a commit, a version)
+    interrupted: str | None = None  # the signal that stopped the run (SIGINT, SIGTERM)
 
     @property
     def verdict(self) -> str:
         ran = [i for i in self.implementations if i.skipped is None]
-        if not ran:
+        if not ran and self.interrupted is None:
             return SKIPPED
         if any(i.verdict == NON_CONFORMANT for i in ran):
             return NON_CONFORMANT
+        if self.interrupted is not None:
+            return INTERRUPTED
+        # a bundled implementation that cannot run here leaves its checks undone: not CONFORMANT
+        if any(i.skipped is not None for i in self.implementations):
+            return REDUCED
         return CONFORMANT if all(i.verdict == CONFORMANT for i in ran) else REDUCED
 
     @property
@@ -372,6 +401,9 @@ class RunReport:
             "vectorsSha256": self.vectors_sha256,
             "verdict": self.verdict,
             "conformant": self.conformant,
+            "subject": self.subject,
+            "label": self.label,
+            "interrupted": self.interrupted,
             "summary": summary_line(self),
             "implementations": [i.as_json() for i in self.implementations],
         }
@@ -417,13 +449,19 @@ def flag_table(vectors: Iterable[VectorResult]) -> dict[str, dict[str, int]]:
     return dict(sorted(table.items()))
 
 
-def _counts(report: RunReport) -> dict[str, int]:
+def _counts(report: RunReport) -> Counter[str]:
     ran = [i for i in report.implementations if i.skipped is None]
     c: Counter[str] = Counter()
     for i in ran:
         base = i.base_vectors()
         c["v_pass"] += sum(v.passed for v in base)
         c["v_run"] += len(base)
+        for v in i.narrow_vectors():
+            c[f"{v.fmt}_pass"] += v.passed
+            c[f"{v.fmt}_run"] += 1
+        if i.traced:
+            c["k_got"] += sum(v.trace_keys[0] for v in i.vectors)
+            c["k_all"] += sum(v.trace_keys[1] for v in i.vectors)
         if i.invalid is not None:
             c["i_pass"] += sum(o.passed for o in i.invalid.outcomes)
             c["i_run"] += len(i.invalid.outcomes)
@@ -440,7 +478,7 @@ def _counts(report: RunReport) -> dict[str, int]:
         if i.exp_sweep is not None:
             c["e_run"] += i.exp_sweep.total
             c["e_ok"] += i.exp_sweep.total - i.exp_sweep.mismatches
-    return dict(c)
+    return c
 
 
 def implementation_line(impl: ImplementationReport) -> str:
@@ -449,28 +487,45 @@ def implementation_line(impl: ImplementationReport) -> str:
     text = f"[{impl.name}] {impl.verdict}"
     if impl.verdict == REDUCED:
         text += f" (not a conformance verdict; not checked: {', '.join(impl.missing())})"
+    if impl.verdict == INTERRUPTED:
+        text += f" (stopped by {impl.interrupted}: not a conformance verdict)"
     return text
 
 
 def summary_line(report: RunReport) -> str:
-    """The final line: citation, verdict and counts, e.g.
-    ``<citation> CONFORMANT vectors 291/291 invalid 25/25 accumulated 1/1 fuzz 200/200 rows 931``."""
+    """The final line: citation, verdict, the subject (and --label), and the count of every check that
+    ran, e.g. ``<citation> CONFORMANT subject "mypkg.sampler:propose" vectors 310/310 binary16 5/5
+    trace-keys 61234/61234 invalid 25/25 accumulated 1/1 fuzz 200/200 rows 767``. A 16-bit form, a
+    trace key, a bulk row or an exp value is counted only where it was compared."""
     c = _counts(report)
-    g = c.get
-    text = (
-        f"{report.citation()} {report.verdict} vectors {g('v_pass', 0)}/{g('v_run', 0)}"
-        f" invalid {g('i_pass', 0)}/{g('i_run', 0)} accumulated {g('a_ok', 0)}/{g('a_run', 0)}"
-        f" fuzz {g('f_pass', 0)}/{g('f_run', 0)} rows {g('rows', 0)}"
+    text = f"{report.citation()} {report.verdict} subject {json.dumps(report.subject)}"
+    if report.label is not None:
+        text += f" label {json.dumps(report.label)}"
+    text += f" vectors {c['v_pass']}/{c['v_run']}"
+    for fmt in ("binary16", "bfloat16"):
+        if c[f"{fmt}_run"]:
+            text += f" {fmt} {c[f'{fmt}_pass']}/{c[f'{fmt}_run']}"
+    if c["k_all"]:
+        text += f" trace-keys {c['k_got']}/{c['k_all']}"
+    text += (
+        f" invalid {c['i_pass']}/{c['i_run']} accumulated {c['a_ok']}/{c['a_run']}"
+        f" fuzz {c['f_pass']}/{c['f_run']} rows {c['rows']}"
     )
     if "b_run" in c:
         text += f" bulk {c['b_ok']}/{c['b_run']}"
     if "e_run" in c:
         text += f" exp {c['e_ok']}/{c['e_run']}"
+    skipped = [i.name for i in report.implementations if i.skipped is not None]
+    if skipped:
+        text += f" (could not run: {', '.join(skipped)})"
     if report.verdict == REDUCED:
         missing = sorted(
             {m.split(" (")[0] for i in report.implementations if i.skipped is None for m in i.missing()}
         )
-        text += f" (reduced run, not checked: {', '.join(missing)})"
+        if missing:
+            text += f" (reduced run, not checked: {', '.join(missing)})"
+    if report.interrupted is not None:
+        text += f" (stopped by {report.interrupted})"
     return text
 
 
@@ -499,11 +554,15 @@ def _check_rows(impl: ImplementationReport) -> list[list[str]]:
         detail = f"{sum(v.rows for v in base)} rows"
         if impl.vectors_note:
             detail += f"; {impl.vectors_note}"
-        detail += (
-            f"; traces compared {sum(v.traced for v in base)}/{len(base)}"
-            if impl.traced
-            else "; outputs only (no trace offered)"
-        )
+        if impl.traced:
+            got, total = (
+                sum(v.trace_keys[0] for v in impl.vectors),
+                sum(v.trace_keys[1] for v in impl.vectors),
+            )
+            returned = sum(v.traced for v in base)
+            detail += f"; trace keys compared {got:,}/{total:,} (traces returned {returned}/{len(base)})"
+        else:
+            detail += "; outputs only (no trace offered)"
         narrow = impl.narrow_vectors()
         for fmt in sorted({v.fmt for v in narrow}):
             of = [v for v in narrow if v.fmt == fmt]
@@ -549,7 +608,8 @@ def _check_rows(impl: ImplementationReport) -> list[list[str]]:
             [
                 "bulk",
                 f"{b.rows - b.differing_rows}/{b.rows}",
-                f"{b.calls:,} calls, seed {b.seed}, {b.seconds:.1f} s ({b.rows_per_s:,.0f} rows/s)",
+                f"{b.calls:,} calls, seed {b.seed}, {b.seconds:.1f} s ({b.rows_per_s:,.0f} rows/s,"
+                f" {b.workers} reference workers)",
             ]
         )
     e = impl.exp_sweep
@@ -561,8 +621,8 @@ def _check_rows(impl: ImplementationReport) -> list[list[str]]:
                 e.error or f"every binary32 z of the rule's domain, {e.seconds:.1f} s",
             ]
         )
-    elif impl.exp_note:
-        rows.append(["exp sweep", "-", impl.exp_note])
+    elif impl.exp_asked:
+        rows.append(["exp sweep", "-", "not completed"])
     return rows
 
 

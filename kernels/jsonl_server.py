@@ -114,7 +114,7 @@ class KernelServer:
         except ArgumentError as exc:  # clause 1.5: the argument it names
             return jsonl.encode_error(rid, exc.argument, exc.rule), b""
         except Exception as exc:  # any other failure answers this request and the server stays ready
-            return jsonl.encode_error(rid, "request", f"{type(exc).__name__}: {exc}"[:2000]), b""
+            return jsonl.encode_error(rid, None, f"{type(exc).__name__}: {exc}"[:2000]), b""
 
 
 def serve(server: KernelServer, stdin: IO[bytes], stdout: IO[bytes]) -> int:

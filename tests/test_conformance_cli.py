@@ -81,8 +81,9 @@ def test_version() -> None:
 def test_cite_prints_the_release_citation() -> None:
     proc = run("cite")
     assert proc.returncode == 0 and CITATION.match(proc.stdout.strip()), proc.stderr
-    release = json.loads((REPO / "vectors" / "release.json").read_text())
-    assert proc.stdout.strip().endswith(release["vectorsSha256"]) and release["specSha256"] in proc.stdout
+    from dyadic24.vectors import pins
+
+    assert proc.stdout.strip().endswith(pins.VECTORS_SHA256) and pins.SPEC_SHA256 in proc.stdout
     assert run("cite", "extra").returncode == 2
 
 
@@ -101,11 +102,14 @@ def test_full_run_of_an_own_module_is_conformant(own: Path, tmp_path: Path) -> N
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     line = last(proc)
-    assert CITATION.match(line) and " CONFORMANT vectors " in line
+    assert CITATION.match(line) and ' CONFORMANT subject "mymod:propose" vectors ' in line
     m = re.search(
-        r"CONFORMANT vectors (\d+)/(\d+) invalid (\d+)/(\d+) accumulated 1/1 fuzz 200/200 rows \d+$", line
+        r"CONFORMANT subject \S+ vectors (\d+)/(\d+) binary16 (\d+)/(\d+) invalid (\d+)/(\d+)"
+        r" accumulated 1/1 fuzz 200/200 rows \d+$",
+        line,
     )
-    assert m and m.group(1) == m.group(2) and int(m.group(2)) >= 291 and m.group(3) == m.group(4)
+    assert m and m.group(1) == m.group(2) and int(m.group(2)) >= 291 and m.group(5) == m.group(6)
+    assert m.group(3) == m.group(4) and int(m.group(4)) > 0  # binary16 forms (clause 1.2)
     assert "outputs only (no trace offered)" in proc.stdout
     report = json.loads((tmp_path / "r.json").read_text())
     impl = report["implementations"][0]
@@ -124,8 +128,8 @@ def test_a_run_that_checks_little_is_reduced_never_conformant(own: Path) -> None
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "CONFORMANT" not in proc.stdout.replace("NON-CONFORMANT", "").replace("CONFORMANT needs", "")
     assert (
-        " REDUCED vectors 0/0 invalid 25/25 accumulated 0/0 fuzz 0/0 rows 0 (reduced run, not checked:"
-        in last(proc)
+        ' REDUCED subject "mymod:propose" vectors 0/0 invalid 25/25 accumulated 0/0 fuzz 0/0 rows 0'
+        " (reduced run, not checked:" in last(proc)
     )
     assert (
         "not checked: golden vectors (--no-vectors), accumulated check (10,000 rows), fuzz (200 examples)"
@@ -263,7 +267,9 @@ def test_bundled_references_are_conformant() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "oracle exact" in proc.stdout and "oracle fast" in proc.stdout
     assert re.search(
-        r" CONFORMANT vectors (\d+)/\1 invalid (\d+)/\2 accumulated 2/2 fuzz 400/400", last(proc)
+        r' CONFORMANT subject "bundled exact,fast" vectors (\d+)/\1 binary16 (\d+)/\2 trace-keys (\d+)/\3'
+        r" invalid (\d+)/\4 accumulated 2/2 fuzz 400/400",
+        last(proc),
     )
 
 

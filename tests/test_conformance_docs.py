@@ -19,3 +19,34 @@ def test_a_drifted_block_is_detected(tmp_path: object) -> None:
     assert "stale\n<!-- END GENERATED: invalid-calls -->" in docs.render(path, fresh)
     assert docs.normalized("fuzz 200/200 rows 711") == docs.normalized("fuzz 200/200 rows 702")
     assert docs.normalized("vectors 291/291") != docs.normalized("vectors 288/288")
+
+
+def _json_lines(block: str) -> list[str]:
+    path, _ = docs.BLOCKS[block]
+    body = next(m.group("body") for m in docs.BLOCK.finditer(path.read_text()) if m.group("name") == block)
+    return [ln for ln in body.splitlines() if ln.startswith("{")]
+
+
+def test_every_protocol_example_is_what_the_runner_accepts() -> None:
+    """PROTOCOL.md's lines, as printed there, pass the runner's own decoders (the strict ones)."""
+    import numpy as np
+
+    from dyadic24.conformance import jsonl
+
+    (hello,) = _json_lines("protocol-handshake")
+    assert jsonl.decode_handshake(hello).exp
+    line, framed = _json_lines("protocol-request")
+    request = jsonl.decode_request(line)
+    assert request.call is not None and request.call.inputs.batch == 2
+    payload = np.ascontiguousarray(request.call.logit_words(), dtype="<u4").tobytes()
+    assert jsonl.decode_request(framed, payload).call is not None
+    (response,) = _json_lines("protocol-response")
+    assert jsonl.decode_response(response, 2).proposal is not None
+    exp_request, exp_line = _json_lines("protocol-exp")
+    assert jsonl.decode_request(exp_request).exp_count == 4
+    _, _, frame = docs.exp_exchange()
+    bits = jsonl.decode_response(exp_line, 0, frame).exp_bits
+    assert bits is not None and list(bits) == [0x3F800000] * 4
+    tau, unparsed = _json_lines("protocol-errors")
+    assert jsonl.decode_response(tau, 2).error_argument == "tau"
+    assert jsonl.decode_response(unparsed, 2).error_argument is None

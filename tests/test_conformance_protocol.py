@@ -82,7 +82,7 @@ def test_a_mutant_behind_the_protocol_names_its_clause() -> None:
 
 def test_bad_handshake_is_a_setup_error(tmp_path: Path) -> None:
     proc = run("--cmd", program(tmp_path, "print('hello')\n"), "--vectors", "tree")
-    assert proc.returncode == 2 and "handshake is not JSON" in proc.stderr and "'hello'" in proc.stderr
+    assert proc.returncode == 2 and "handshake is not valid JSON" in proc.stderr and "'hello'" in proc.stderr
 
 
 def test_other_semantic_id_is_refused(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_a_crash_is_reported_where_the_vectors_fail(tmp_path: Path) -> None:
     proc = run("--cmd", program(tmp_path, body), "--vectors", "allocation", "--no-fuzz", "--accumulated", "0")
     assert proc.returncode == 1
     lines = [ln for ln in proc.stdout.splitlines() if "golden_allocation.json" in ln]
-    assert "tcId 3: call: got the implementation exited (exit status 7); its last standard error:" in lines[0]
+    assert "tcId 3: call: got " in lines[0] and "exited (exit status 7); its last standard error:" in lines[0]
     assert "segfault in my_kernel.cu:42" in lines[0] and "(clause 12.4)" in lines[0]
     assert re.search(r"vectors 2/\d+ ", proc.stdout.splitlines()[-1])
 
@@ -124,7 +124,7 @@ def test_a_malformed_response_is_quoted(tmp_path: Path) -> None:
     )
     proc = run("--cmd", program(tmp_path, body), "--vectors", "tree", "--no-fuzz", "--accumulated", "0")
     assert proc.returncode == 1
-    assert "response is not JSON" in proc.stdout and "oops this is not json" in proc.stdout
+    assert "response is not valid JSON" in proc.stdout and "oops this is not json" in proc.stdout
 
 
 def test_error_responses_fail_calls(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """The vector set is the release's (Appendix E, clause 13.4): the package pins the spec's and every vector
-file's SHA-256 (vectors/release.json), and `dyadic24 conform`, `cite` and `vectors check` refuse a
+file's SHA-256 in its code (vectors/pins.py), and `dyadic24 conform`, `cite` and `vectors check` refuse a
 changed, corrupt or unreadable file with one line naming it (exit 2). Run against a copy of the package
 laid out as an installed one (site-packages/dyadic24), through the real command."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,7 +60,7 @@ COMMANDS = (
 
 def test_the_committed_files_are_the_pinned_release() -> None:
     """The pins describe the files (after a deliberate change: python -m dyadic24.vectors.release --write)."""
-    assert release.current() == store.load_file(store.RELEASE_PATH)
+    assert release.current() == store.release()
     spec, vectors = store.verify_release()
     assert (spec, vectors) == (store.spec_sha256(), store.vector_set_sha256())
 
@@ -103,9 +104,7 @@ def test_invalid_json_is_one_line_naming_the_file(site: Path, command: tuple[str
     path.write_text(path.read_text()[:-200])
     proc = run(site, *command)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert "golden_order.json" in proc.stderr
-    if command == ("vectors", "list"):
-        assert "is not valid JSON" in proc.stderr
+    assert "golden_order.json" in proc.stderr and "the vector file was changed" in proc.stderr
 
 
 def test_a_changed_spec_is_refused(site: Path) -> None:
@@ -118,8 +117,11 @@ def test_a_changed_spec_is_refused(site: Path) -> None:
 
 def test_regen_never_writes_into_the_installed_package(site: Path) -> None:
     before = {p.name: p.read_bytes() for p in data(site).iterdir()}
-    proc = run(site, "vectors", "regen", "--out", str(data(site)), "golden_tree.json")
-    assert proc.returncode == 2 and "inside the installed package" in proc.stderr
+    (site.parent / "link").symlink_to(site / "dyadic24" / "vectors")
+    for out in (str(data(site)), str(site.parent / "link" / "data"), str(site / "dyadic24")):
+        proc = run(site, "vectors", "regen", "--out", out, "golden_tree.json")
+        assert proc.returncode == 2 and "lies inside the dyadic24 package" in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1
     assert {p.name: p.read_bytes() for p in data(site).iterdir()} == before
     assert run(site, "vectors", "regen").returncode == 2  # --out is required
 
@@ -129,9 +131,66 @@ def test_regen_writes_where_it_says_and_compares_with_the_release(site: Path, tm
     proc = run(site, "vectors", "regen", "--out", str(out), "golden_tree.json")
     assert proc.returncode == 0, proc.stderr
     target = out / "golden_tree.json"
-    assert f"wrote {target} (" in proc.stdout and "equals this release's" in proc.stdout
+    assert f"wrote {target}: JSON text sha256 " in proc.stdout and "equals this release's" in proc.stdout
     assert target.read_bytes() == (store.DATA_DIR / "golden_tree.json").read_bytes()
     assert "1/1 files equal this release's" in proc.stdout
+    # the printed lines are what sha256sum gives for the files written (the .gz file's own bytes)
+    proc = run(site, "vectors", "regen", "--out", str(out), "golden_tree.json", "golden_large_vocab.json.gz")
+    assert proc.returncode == 2 and "already holds golden_tree.json; pass --overwrite" in proc.stderr
+    proc = run(
+        site,
+        "vectors",
+        "regen",
+        "--out",
+        str(out),
+        "--overwrite",
+        "golden_tree.json",
+        "golden_large_vocab.json.gz",
+    )
+    assert proc.returncode == 0 and f"wrote {target} (replaced)" in proc.stdout
+    sums = [ln for ln in proc.stdout.splitlines() if re.fullmatch(r"[0-9a-f]{64}  \S+", ln)]
+    assert len(sums) == 2
+    check = subprocess.run(
+        ["sha256sum", "-c"], input="\n".join(sums) + "\n", capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_vector_set_cut_down_with_a_matching_pin_file_is_refused(site: Path) -> None:
+    """The pins are the package's code: dropping vectors from a file and writing a pin file of one's own
+    beside the data (what release.json was) does not make the file this release's."""
+    path = data(site) / "golden_tree.json"
+    doc = json.loads(path.read_text())
+    doc["testGroups"][0]["tests"] = doc["testGroups"][0]["tests"][:1]
+    path.write_text(json.dumps(doc))
+    fake = {
+        **store.release(),
+        "files": {**store.release()["files"], "golden_tree.json": store.file_sha256(path)},
+    }
+    (site / "dyadic24" / "vectors" / "release.json").write_text(json.dumps(fake))
+    for command in COMMANDS:
+        proc = run(site, *command)
+        assert proc.returncode == 2 and "golden_tree.json: sha256" in proc.stderr, proc.stderr
+        assert proc.stdout == ""
+
+
+def test_a_changed_accumulated_file_is_one_line(site: Path) -> None:
+    path = data(site) / "accumulated.json"
+    path.write_text(path.read_text().replace('"rows": 10000', '"rows": 10001'))
+    for command in COMMANDS:
+        proc = run(site, *command)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "accumulated.json" in proc.stderr
+
+
+def test_the_repair_advice_fits_where_the_package_is(site: Path) -> None:
+    path = data(site) / "golden_tree.json"
+    path.write_text(path.read_text() + " ")
+    proc = run(site, "cite")
+    assert "reinstall the package: `pip install --force-reinstall --no-deps dyadic24==" in proc.stderr
+    # in this source checkout the advice is git's
+    assert store.restore_advice(store.DATA_DIR / "golden_tree.json") == (
+        f"restore it with `git -C {REPO} checkout -- vectors/data/golden_tree.json`"
+    )
 
 
 def test_schema_validation_needs_no_optional_package() -> None:

@@ -289,9 +289,17 @@ def write_expected() -> None:
 
 
 def expected() -> dict[int, str]:
-    """rows -> expected digest, from vectors/data/accumulated.json."""
-    data = json.loads(ACCUMULATED_PATH.read_text())
-    return {int(d["rows"]): str(d["sha256"]) for d in data["digests"]}
+    """rows -> expected digest, from vectors/data/accumulated.json as the release check read it (a
+    changed or corrupt file is a VectorDataError naming it)."""
+    from dyadic24.vectors import store
+
+    path = store.DATA_DIR / store.ACCUMULATED_NAME
+    text = store.load_release().texts[store.ACCUMULATED_NAME]
+    try:
+        data = json.loads(text)
+        return {int(d["rows"]): str(d["sha256"]) for d in data["digests"]}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise store.VectorDataError(path, f"does not hold the digests of clause 13.2 ({exc})") from exc
 
 
 def _impl(name: str) -> Impl:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dyadic24.vectors.case import NINF, NZERO, ONE, PZERO, Case, case, row
+from dyadic24.api import RowTrace
+from dyadic24.vectors.case import NINF, NZERO, ONE, PZERO, Case, Check, case, row
 from dyadic24.vectors.rows import bell, words
 
 U32 = np.ndarray
@@ -22,6 +23,20 @@ def binary16_row(name: str, vocab: int, scale: float) -> U32:
 
 def bfloat16_row(name: str, vocab: int, scale: float) -> U32:
     return bell(name, vocab, scale=scale) & np.uint32(0xFFFF0000)
+
+
+def sub16(k: int) -> int:
+    """The binary32 pattern of k * 2^-24, a binary16 subnormal for 0 < |k| < 1024."""
+    return int(np.float32(k * 2.0**-24).view(np.uint32))
+
+
+def argmax_is(want: tuple[int, ...], what: str) -> Check:
+    def check(c: Case, traces: list[RowTrace]) -> None:
+        got = tuple(t.argmax for t in traces)
+        if got != want:
+            raise AssertionError(f"{c.comment!r}: argmax {got}, meant {want} ({what})")
+
+    return check
 
 
 def cases() -> list[Case]:
@@ -70,6 +85,20 @@ def cases() -> list[Case]:
             row(wide.astype(np.uint32), ONE, narrow="bfloat16"),
         )
     )
+    # binary16 subnormals (k * 2^-24): the largest logit is a subnormal. A binary16 input flushed to
+    # zero (FTZ/DAZ conversion) makes the positives +0 ties and the negatives -0: the argmax moves to a
+    # lower ID, so the outputs alone differ (greedy token; sampled remainder and tickets).
+    sub = [sub16(3), sub16(1000), sub16(-5), sub16(7), NINF, sub16(512), sub16(-1023), sub16(2)]
+    negzero_tie = [sub16(-5), PZERO, NINF, sub16(-1)]  # -2^-24 * 5 < +0: a* = 1; flushed: -0 ties +0, a* = 0
+    for temp, what in ((PZERO, "greedy"), (ONE, "sampled")):
+        out.append(
+            case(
+                f"binary16 subnormals, the largest logit a subnormal, {what}",
+                ["binary16_representable", "binary16_subnormal_max"],
+                [row(sub, temp, narrow="binary16"), row(negzero_tie + [NINF] * 4, temp, narrow="binary16")],
+                checks=[argmax_is((1, 1), "a* the largest subnormal")],
+            )
+        )
     ties = np.full(40, 0x40400000, dtype=np.uint32)
     ties[::3] = 0x40410000
     out.append(

@@ -138,33 +138,33 @@ def _check(quick: bool) -> int:
     return EXIT_FAIL if problems else EXIT_OK
 
 
-def installed_package_path(path: Path) -> bool:
-    """Whether ``path`` lies inside an installed dyadic24 package (site-packages/dist-packages)."""
-    resolved = path.resolve()
-    for parent in resolved.parents:
-        if parent.name in ("site-packages", "dist-packages"):
-            rel = resolved.relative_to(parent).parts
-            return bool(rel) and rel[0] == "dyadic24"
-    return False
-
-
-def _regen(out: Path, names: list[str]) -> int:
+def _regen(out: Path, names: list[str], overwrite: bool) -> int:
+    from dyadic24.install import inside_package, source_checkout
+    from dyadic24.vectors import accumulated, jsonfmt
     from dyadic24.vectors.generate import FILE_NAMES, build, encode
 
-    unknown = [n for n in names if n not in FILE_NAMES]
+    known = (*FILE_NAMES, store.ACCUMULATED_NAME)
+    unknown = [n for n in names if n not in known]
     if unknown:
-        print(
-            f"dyadic24 vectors regen: unknown file(s) {unknown}; known: {list(FILE_NAMES)}", file=sys.stderr
-        )
+        print(f"dyadic24 vectors regen: unknown file(s) {unknown}; known: {list(known)}", file=sys.stderr)
         return EXIT_USAGE
-    if installed_package_path(out):
+    inside = inside_package(out)
+    if inside is not None and not source_checkout():
         print(
-            f"dyadic24 vectors regen: --out {out} lies inside the installed package; "
+            f"dyadic24 vectors regen: --out {out} lies inside the dyadic24 package ({inside}); "
             "write the vectors to a folder of your own", file=sys.stderr,
         )  # fmt: skip
         return EXIT_USAGE
     if out.exists() and not out.is_dir():
         print(f"dyadic24 vectors regen: --out {out} exists and is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    selected = names or list(known)
+    existing = [n for n in selected if (out / n).exists()]
+    if existing and not overwrite:
+        print(
+            f"dyadic24 vectors regen: --out {out} already holds {', '.join(existing)}; "
+            "pass --overwrite to replace them", file=sys.stderr,
+        )  # fmt: skip
         return EXIT_USAGE
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -174,29 +174,41 @@ def _regen(out: Path, names: list[str]) -> int:
     pins: dict[str, str] = store.release()["files"]
     start = time.monotonic()
     same = 0
-    built = build(names or None)
-    for name, text in built.items():
+    written: list[tuple[Path, bytes]] = []
+    golden = [n for n in selected if n != store.ACCUMULATED_NAME]
+    texts = build(golden) if golden else {}
+    if store.ACCUMULATED_NAME in selected:
+        print("computing accumulated.json (10^5 rows exact and fast, 10^6 rows fast: a few minutes)")
+        texts[store.ACCUMULATED_NAME] = jsonfmt.document(accumulated.build_expected())
+    for name in selected:
+        text = texts[name]
         target = out.resolve() / name
-        target.write_bytes(encode(name, text))
+        data = encode(name, text) if name != store.ACCUMULATED_NAME else text
+        replaced = target.exists()
+        target.write_bytes(data)
+        written.append((target, data))
         digest = hashlib.sha256(text).hexdigest()
         match = digest == pins.get(name)
         same += match
-        verdict = "equals this release's" if match else f"DIFFERS from this release's ({pins.get(name)})"
-        print(f"wrote {target} ({len(text)} bytes of JSON, sha256 {digest}: {verdict})")
-    print(f"{same}/{len(built)} files equal this release's, in {time.monotonic() - start:.1f} s")
-    return EXIT_OK if same == len(built) else EXIT_FAIL
+        verdict = "equals this release's" if match else f"DIFFERS from this release's pin {pins.get(name)}"
+        print(f"wrote {target}{' (replaced)' if replaced else ''}: JSON text sha256 {digest} {verdict}")
+    print(f"{same}/{len(selected)} files equal this release's, in {time.monotonic() - start:.1f} s")
+    print("the files' own bytes (`sha256sum -c` checks these lines):")
+    for target, data in written:
+        print(f"{hashlib.sha256(data).hexdigest()}  {target}")
+    return EXIT_OK if same == len(selected) else EXIT_FAIL
 
 
 def _list() -> int:
     flags: Counter[str] = Counter()
     clauses: Counter[str] = Counter()
+    store.load_release()  # a changed or corrupt file: one line naming it (exit 2)
     for path in store.vector_files():
-        doc = store.load_file(path)
-        tests = [t for g in doc["testGroups"] for t in g["tests"]]
-        print(f"{path.name}: {len(tests)} vectors, {doc['numberOfRows']} rows")
-        for t in tests:
-            flags.update(t["flags"])
-            clauses.update(t["clauses"])
+        vectors = list(store.iter_vectors([path.name]))
+        print(f"{path.name}: {len(vectors)} vectors, {sum(v.batch for v in vectors)} rows")
+        for v in vectors:
+            flags.update(v.flags)
+            clauses.update(v.clauses)
     print("flags:", ", ".join(f"{k} {v}" for k, v in sorted(flags.items())))
     key = lambda c: tuple(int(x) for x in c.split("."))  # noqa: E731
     print("clauses:", ", ".join(f"{k} {clauses[k]}" for k in sorted(clauses, key=key)))
@@ -208,9 +220,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="dyadic24 vectors", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    p_regen = sub.add_parser("regen", help="write the vector files from the exact reference into --out DIR")
+    p_regen = sub.add_parser(
+        "regen", help="write the vector files and accumulated.json from the references into --out DIR"
+    )
     p_regen.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write (created)")
-    p_regen.add_argument("files", nargs="*", help="only these files (default: all)")
+    p_regen.add_argument("--overwrite", action="store_true", help="replace files that --out already holds")
+    p_regen.add_argument(
+        "files", nargs="*", help="only these files (default: all, accumulated.json included)"
+    )
     p_check = sub.add_parser("check", help="verify the vector files")
     p_check.add_argument("--quick", action="store_true", help="skip the byte-for-byte regeneration")
     sub.add_parser("list", help="vector counts per file, flag and clause")
@@ -218,13 +235,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
         if args.command == "regen":
-            return _regen(args.out, list(args.files))
+            return _regen(args.out, list(args.files), bool(args.overwrite))
         if args.command == "check":
             return _check(bool(args.quick))
         if args.command == "list":
             return _list()
         print(f"spec {store.spec_sha256()}\nvectors {store.vector_set_sha256()}")
         return EXIT_OK
+    except KeyError as exc:
+        print(f"dyadic24 vectors {args.command}: {exc.args[0]}", file=sys.stderr)
+        return EXIT_USAGE
     except store.VectorDataError as exc:
         print(f"dyadic24 vectors {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE

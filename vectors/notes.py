@@ -541,6 +541,15 @@ NOTES: dict[str, Note] = {
         "fp16 models diverge.",
         ("1.2",),
     ),
+    "binary16_subnormal_max": Note(
+        "edge case",
+        "The largest logits are binary16 subnormals (k * 2^-24): widened exactly they are distinct "
+        "binary32 normals (clause 1.2). A binary16 input flushed to zero on conversion (FTZ/DAZ) makes "
+        "them +0 ties and the negative ones -0, which moves the argmax to a lower ID: the greedy token, "
+        "and a sampled row's remainder and tickets, differ in the outputs alone.",
+        "fp16 drafters on hardware or kernels that flush half subnormals propose another token.",
+        ("1.2", "3.1", "3.3"),
+    ),
     "bfloat16_representable": Note(
         "edge case",
         "Every logit is exactly representable in bfloat16 (given "

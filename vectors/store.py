@@ -25,7 +25,6 @@ import numpy.typing as npt
 from dyadic24.api import K_MAX, Proposal
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-RELEASE_PATH = Path(__file__).resolve().parent / "release.json"
 SPEC_NAME = "dyadic24-floor-first-v1.md"
 VECTOR_GLOB = ("golden_*.json", "golden_*.json.gz")
 ACCUMULATED_NAME = "accumulated.json"
@@ -116,7 +115,10 @@ def read_text(path: Path) -> bytes:
 
 def load_file(path: Path) -> dict[str, Any]:
     """The parsed JSON object of a data file."""
-    text = read_text(path)
+    return _parse(path, read_text(path))
+
+
+def _parse(path: Path, text: bytes) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -158,28 +160,89 @@ def vector_set_sha256(data_dir: Path = DATA_DIR) -> str:
     return set_sha256({p.name: file_sha256(p) for p in set_files(data_dir)})
 
 
-# ---- the release's pins (vectors/release.json, written by python -m dyadic24.vectors.release)
+# ---- the release's pins: vectors/pins.py, a module of the package's own code (written by
+# python -m dyadic24.vectors.release --write), so that editing a data file next to the vectors cannot
+# make it this release's
+
+
+def release() -> dict[str, Any]:
+    """The hashes this package was released with: spec, vector set, and every vector file."""
+    from dyadic24.vectors import pins
+
+    return {
+        "package": pins.PACKAGE,
+        "specFile": pins.SPEC_FILE,
+        "specSha256": pins.SPEC_SHA256,
+        "vectorsSha256": pins.VECTORS_SHA256,
+        "files": dict(pins.FILES),
+    }
+
+
+def restore_advice(path: Path) -> str:
+    """How to get a changed data or spec file back: from git in a source checkout, else by reinstalling."""
+    import dyadic24
+
+    root = Path(next(iter(dyadic24.__path__))).resolve().parent
+    if (root / ".git").exists():
+        try:
+            rel = path.resolve().relative_to(root)
+        except ValueError:
+            rel = path
+        return f"restore it with `git -C {root} checkout -- {rel}`"
+    return (
+        f"reinstall the package: `pip install --force-reinstall --no-deps dyadic24=={release()['package']}`"
+    )
+
+
+@dataclass(frozen=True)
+class Release:
+    """The spec and the vector set as read once from disk and checked against the pins: the hashes
+    cited are those of these bytes, and the vectors are decoded from these same bytes."""
+
+    spec_sha256: str
+    vectors_sha256: str
+    texts: dict[str, bytes]  # file name -> JSON text (decompressed for .json.gz)
+
+
+def _check_pin(path: Path, got: str, want: str, what: str) -> None:
+    if got != want:
+        raise VectorDataError(
+            path, f"sha256 {got} is not this release's {want} (dyadic24 {release()['package']}): "
+            f"the {what} was changed; {restore_advice(path)}",
+        )  # fmt: skip
 
 
 @cache
-def release() -> dict[str, Any]:
-    """The hashes this package was released with: spec, vector set, and every vector file."""
-    data = load_file(RELEASE_PATH)
-    for key in ("package", "specSha256", "vectorsSha256", "files"):
-        if key not in data:
-            raise VectorDataError(RELEASE_PATH, f"lacks {key!r}")
-    return data
+def load_release() -> Release:
+    """Read the spec and every file of the vector set once, check each against the pins, and keep
+    the bytes read. VectorDataError on the first file that differs, is missing or is not the release's."""
+    pins = release()
+    spec_file = spec_path()
+    spec = hashlib.sha256(_read_bytes(spec_file)).hexdigest()
+    _check_pin(spec_file, spec, str(pins["specSha256"]), "spec file")
+    files: dict[str, str] = pins["files"]
+    present = {p.name: p for p in set_files()}
+    for name in sorted(files):
+        if name not in present:
+            raise VectorDataError(DATA_DIR / name, "is missing (part of this release's vector set)")
+    extra = sorted(set(present) - set(files))
+    if extra:
+        raise VectorDataError(
+            present[extra[0]], f"is not a file of this release's vector set ({pins['package']})"
+        )
+    texts: dict[str, bytes] = {}
+    hashes: dict[str, str] = {}
+    for name, path in present.items():
+        texts[name] = read_text(path)
+        hashes[name] = hashlib.sha256(texts[name]).hexdigest()
+        _check_pin(path, hashes[name], files[name], "vector file")
+    return Release(spec, set_sha256(hashes), texts)
 
 
 def verify_spec() -> str:
     """The spec's SHA-256, if it is the release's; else VectorDataError naming the file and both hashes."""
     got = spec_sha256()
-    want = str(release()["specSha256"])
-    if got != want:
-        raise VectorDataError(
-            spec_path(), f"sha256 {got} is not this release's {want} (dyadic24 {release()['package']}): "
-            "the spec file was changed; reinstall the package",
-        )  # fmt: skip
+    _check_pin(spec_path(), got, str(release()["specSha256"]), "spec file")
     return got
 
 
@@ -192,33 +255,16 @@ def verify_files(paths: Sequence[Path]) -> None:
             raise VectorDataError(
                 path, f"is not a file of this release's vector set (dyadic24 {release()['package']})"
             )
-        got = file_sha256(path)
-        if got != want:
-            raise VectorDataError(
-                path, f"sha256 {got} is not this release's {want} (dyadic24 {release()['package']}): "
-                "the vector file was changed; reinstall the package or regenerate with "
-                "`dyadic24 vectors regen --out DIR`",
-            )  # fmt: skip
+        _check_pin(path, file_sha256(path), want, "vector file")
 
 
 def verify_release(names: Sequence[str] | None = None) -> tuple[str, str]:
-    """Check the spec and the selected vector files (all, with accumulated.json, by default) against
-    the release; returns (spec sha256, vector-set sha256). Raises VectorDataError on the first file
-    that differs, is missing, or is not part of the release."""
-    spec = verify_spec()
-    pins: dict[str, str] = release()["files"]
-    present = {p.name: p for p in set_files()}
-    for name in sorted(pins):
-        if name not in present:
-            raise VectorDataError(DATA_DIR / name, "is missing (part of this release's vector set)")
-    extra = sorted(set(present) - set(pins))
-    if extra:
-        raise VectorDataError(
-            present[extra[0]], f"is not a file of this release's vector set ({release()['package']})"
-        )
-    selected = list(present.values()) if names is None else [*_select(names), DATA_DIR / ACCUMULATED_NAME]
-    verify_files(selected)
-    return spec, str(release()["vectorsSha256"])
+    """Check the spec and every vector file against the release (``names``, if given, must name
+    files of it); returns (spec sha256, vector-set sha256) computed from the bytes read."""
+    r = load_release()
+    if names is not None:
+        _select(names)
+    return r.spec_sha256, r.vectors_sha256
 
 
 # ---- decoding
@@ -310,8 +356,9 @@ def iter_vectors(names: Sequence[str] | None = None) -> Iterator[GoldenVector]:
     ``names`` selects files by file name (``golden_status.json``), stem (``golden_status``) or topic
     (``status``). A file whose content cannot be decoded raises VectorDataError naming it.
     """
+    texts = load_release().texts
     for path in _select(names):
-        data = load_file(path)
+        data = _parse(path, texts[path.name])
         try:
             yield from list(vectors_of(path.name, data))
         except (KeyError, TypeError, ValueError) as exc:
@@ -324,10 +371,14 @@ def iter_vectors(names: Sequence[str] | None = None) -> Iterator[GoldenVector]:
 def flag_notes() -> dict[str, dict[str, Any]]:
     """flag -> {"text": the mistake its vectors catch and its production effect, "clauses": [...]}."""
     notes: dict[str, dict[str, Any]] = {}
+    texts = load_release().texts
     for path in vector_files():
-        for flag, note in load_file(path).get("notes", {}).items():
-            text = note["description"]
-            if note.get("effect"):
-                text = f"{text} Production effect: {note['effect']}"
-            notes.setdefault(flag, {"text": text, "clauses": list(note.get("clauses", []))})
+        try:
+            for flag, note in _parse(path, texts[path.name]).get("notes", {}).items():
+                text = note["description"]
+                if note.get("effect"):
+                    text = f"{text} Production effect: {note['effect']}"
+                notes.setdefault(flag, {"text": text, "clauses": list(note.get("clauses", []))})
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise VectorDataError(path, f"has malformed notes ({type(exc).__name__}: {exc})") from exc
     return dict(sorted(notes.items()))

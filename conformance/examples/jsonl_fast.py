@@ -140,7 +140,7 @@ def serve(
             send(
                 {
                     "id": request_id,
-                    "error": {"argument": getattr(exc, "argument", "request"), "message": str(exc)},
+                    "error": {"argument": getattr(exc, "argument", None), "message": str(exc)},
                 }
             )
             continue

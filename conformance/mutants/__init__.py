@@ -26,12 +26,13 @@ from dyadic24.conformance.mutants import (
     support,
     tickets,
     tiled,
+    widening,
 )
 
 Mutant = tuple[Callable[..., Any], str, str]
 
 MUTANTS: dict[str, Mutant] = {}
-for _family in (status, batch, order, tiled, scaling, exp, normalizer, tickets, support, draw):
+for _family in (status, widening, batch, order, tiled, scaling, exp, normalizer, tickets, support, draw):
     for _name, _entry in _family.FAMILY.items():
         if _name in MUTANTS:
             raise RuntimeError(f"duplicate mutant name {_name}")
