@@ -113,7 +113,7 @@ class KernelServer:
             return jsonl.encode_response(request.id, proposal, trace), b""
         except ArgumentError as exc:  # clause 1.5: the argument it names
             return jsonl.encode_error(rid, exc.argument, exc.rule), b""
-        except Exception as exc:  # any other failure answers this request and the server stays ready
+        except Exception as exc:  # about no argument (argument null): answered, and the server stays ready
             return jsonl.encode_error(rid, None, f"{type(exc).__name__}: {exc}"[:2000]), b""
 
 

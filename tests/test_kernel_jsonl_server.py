@@ -69,8 +69,8 @@ def _receive(stdout: IO[bytes]) -> tuple[dict[str, Any], bytes]:
 
 def test_exp_and_protocol_edges_on_the_wire(tmp_path: Path) -> None:
     """The handshake, an exp range against the fast reference's exp, a frame that is not whole rows
-    (read, answered naming logits, the stream kept in step), a line that is not JSON (id null), and
-    plain JSON integers in a propose response."""
+    (read, answered naming logits, the stream kept in step), a line that is not JSON (id and argument
+    null), and plain JSON integers in a propose response."""
     errors = (tmp_path / "stderr").open("wb")  # (a file, not a pipe: nobody reads it until the end)
     proc = subprocess.Popen(
         SERVER, cwd=REPO, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors
@@ -97,7 +97,7 @@ def test_exp_and_protocol_edges_on_the_wire(tmp_path: Path) -> None:
 
         _send(proc.stdin, "not json")
         head, _ = _receive(proc.stdout)
-        assert head["id"] is None and "error" in head
+        assert head["id"] is None and head["error"]["argument"] is None
 
         logits = np.array([[1.0, -1.0, 0.5, 2.0]], dtype=np.float32)
         one = np.ones(1, dtype=np.float32)
