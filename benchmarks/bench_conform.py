@@ -1,10 +1,17 @@
-"""Throughput of `dyadic24 conform --bulk N` on this machine: rows/s of the reference side alone, of a Python
-(--impl) subject and of a compiled JSON-lines (--cmd) subject, each through the real command.
+"""Throughput of `dyadic24 conform --bulk N` on this machine: rows/s of the reference side alone, of a
+subject through the generic --impl path and through a --cmd JSON-lines program, each through the real
+command.
 
     python benchmarks/bench_conform.py --out benchmarks/results [--rows-impl 100000] [--rows-cmd 1000000]
+    python benchmarks/bench_conform.py --gpu --out OUT --shapes 'V=151936,163840 formats=bf16,fp32 B=1..256'
 
-The compiled subject is benchmarks/subjects/c/dyadic24_subject.c, built here with the system C compiler.
-Writes OUT/conform_bulk.json and OUT/conform_bulk.md (date, commit, CPU, versions, rows/s, wall time).
+Without --gpu the subjects are the fast reference (--impl) and benchmarks/subjects/c/dyadic24_subject.c
+(--cmd, built here with the system C compiler). With --gpu they are the bundled Triton kernel, through
+`--impl dyadic24.kernels.adapter:propose` and through `--cmd "python -m dyadic24.kernels.jsonl_server"`
+(binary frames): the two ways a serving stack's GPU implementation is checked. --shapes is the
+deployment profile of the bulk stream (conformance/bulk.py). Each run may be cut at --time-limit
+seconds (SIGTERM: the run's partial report still counts its rows). Writes OUT/conform_bulk.json and
+OUT/conform_bulk.md (date, commit, CPU, device, versions, rows/s, which side limits).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,14 +33,22 @@ SUBJECT = REPO / "benchmarks" / "subjects" / "c" / "dyadic24_subject.c"
 CFLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-fno-fast-math"]
 
 
-def oracle_only(rows: int, workers: int) -> dict[str, Any]:
-    """The reference side alone: the generator and the fast reference in worker processes."""
+def oracle_only(rows: int, workers: int, shapes: str | None = None) -> dict[str, Any]:
+    """The reference side alone: the generator and the fast reference in worker processes, the calls'
+    segments attached and released by this process as the runner does."""
     sys.path.insert(0, str(REPO))
     from dyadic24.conformance import bulk
 
-    counts = bulk.sizes(0, rows)
+    profile = bulk.Profile.parse(shapes) if shapes else bulk.ALL
+    stream = bulk._Stream(0, bulk.sizes(0, rows, profile), workers, profile)
     start = time.monotonic()
-    done = sum(c.call.inputs.batch for c, _ in bulk._stream(0, counts, workers))
+    done = 0
+    try:
+        for bc, _ in stream:
+            done += bc.call.inputs.batch
+            bulk._release(bc)
+    finally:
+        stream.close()
     seconds = time.monotonic() - start
     return {
         "what": f"reference side alone ({workers} workers)",
@@ -42,8 +58,17 @@ def oracle_only(rows: int, workers: int) -> dict[str, Any]:
     }
 
 
-def conform(label: str, subject: list[str], rows: int, workers: int, out: Path) -> dict[str, Any]:
-    """One `dyadic24 conform ... --bulk rows` run (bulk only), timed end to end."""
+def conform(
+    label: str,
+    subject: list[str],
+    rows: int,
+    workers: int,
+    out: Path,
+    shapes: str | None = None,
+    time_limit: float | None = None,
+) -> dict[str, Any]:
+    """One `dyadic24 conform ... --bulk rows` run (bulk only), timed end to end, SIGTERM after
+    ``time_limit`` seconds (its partial report still counts the rows it compared)."""
     report = out / f"bulk_{abs(hash(label))}.json"  # the label names the subject; not a safe file name
     cmd = [
         sys.executable,
@@ -60,15 +85,25 @@ def conform(label: str, subject: list[str], rows: int, workers: int, out: Path) 
         str(rows),
         "--workers",
         str(workers),
+        "--no-progress",
         "--json",
         str(report),
+        *(["--shapes", shapes] if shapes else []),
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     start = time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out_text, err_text = proc.communicate(timeout=time_limit)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)  # as an outer `timeout` does: the run reports what it compared
+        out_text, err_text = proc.communicate(timeout=60)
     wall = time.monotonic() - start
+    (out / f"{label.split(':', maxsplit=1)[0].replace(' ', '_')}.log").write_text(
+        out_text[-20000:] + err_text[-20000:]
+    )
     if not report.exists():
-        raise SystemExit(f"{label}: exit {proc.returncode}, no report; stderr ends: {proc.stderr[-600:]}")
+        raise SystemExit(f"{label}: exit {proc.returncode}, no report; stderr ends: {err_text[-600:]}")
     data = json.loads(report.read_text())["implementations"][0]["bulk"]
     report.unlink()
     print(f"{label}: {data['rows']:,} rows, {data['rows_per_s']:,.0f} rows/s", flush=True)
@@ -83,6 +118,56 @@ def conform(label: str, subject: list[str], rows: int, workers: int, out: Path) 
         "rows_per_s": data["rows_per_s"],
         "vocab_bands": data["vocab_bands"],
         "formats": data["formats"],
+        "workers": data.get("workers"),
+        "profile": data.get("profile", ""),
+        "stopped": proc.returncode in (130, 143),
+    }
+
+
+def subject_only(target: str, shapes: str | None, calls: int) -> dict[str, Any]:
+    """The subject side alone through the generic --impl path: ``calls`` calls of the stream made here
+    first, then sent to the subject's host (IPC, the subject's conversion and work) and timed."""
+    sys.path.insert(0, str(REPO))
+    from dyadic24.conformance import bulk
+    from dyadic24.conformance.impls import HostedImplementation
+
+    profile = bulk.Profile.parse(shapes) if shapes else bulk.ALL
+    made = [bulk.generate(0, i, None, profile).call for i in range(calls)]
+    impl = HostedImplementation(f"target:{target}", target)
+    try:
+        for c in made[: min(8, calls)]:  # warm: the JIT's variants of these shapes
+            impl.call(c, False)
+        start = time.monotonic()
+        rows = 0
+        for c in made:
+            got = impl.call(c, False)
+            if got.proposal is None:
+                raise SystemExit(f"subject alone: {got.error}")
+            rows += c.inputs.batch
+        seconds = time.monotonic() - start
+    finally:
+        impl.close()
+    return {
+        "what": f"subject side alone: {target} in its host ({calls} calls made first)",
+        "rows": rows,
+        "seconds": round(seconds, 1),
+        "rows_per_s": round(rows / seconds, 1),
+    }
+
+
+def device() -> dict[str, str]:
+    try:
+        import torch
+        import triton
+    except ImportError:
+        return {}
+    if not torch.cuda.is_available():
+        return {}
+    return {
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": str(torch.version.cuda),
     }
 
 
@@ -107,27 +192,33 @@ def machine() -> dict[str, Any]:
         "cpus": len(os.sched_getaffinity(0)),
         "python": platform.python_version(),
         "numpy": numpy.__version__,
+        **device(),
     }
 
 
 def markdown(report: dict[str, Any]) -> str:
     m = report["machine"]
+    gpu = f", {m['gpu']} (torch {m['torch']}, triton {m['triton']}, CUDA {m['cuda']})" if "gpu" in m else ""
     lines = [
         f"# `dyadic24 conform --bulk` throughput ({m['date']}, commit {m['commit']})",
         "",
-        f"{m['cpus']} CPUs ({m['cpu']}), Python {m['python']}, numpy {m['numpy']};"
-        " `python benchmarks/bench_conform.py`. Rows/s over the whole bulk check (the generator, the fast"
-        " reference in worker processes, the subject, the"
-        " comparison); the wall time includes process start-up.",
+        f"{m['cpus']} CPUs ({m['cpu']}){gpu}, Python {m['python']}, numpy {m['numpy']};"
+        f" `python benchmarks/bench_conform.py {report.get('args', '')}`. Rows/s over the whole bulk check"
+        " (the generator and the fast reference in worker processes, the subject, the comparison); the"
+        " wall time includes process start-up."
+        + (f" Deployment profile: `--shapes '{report['shapes']}'`." if report.get("shapes") else ""),
         "",
         "| what | rows | differing | seconds | rows/s | wall s |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in report["runs"]:
+        stopped = " (stopped at the time limit)" if r.get("stopped") else ""
         lines.append(
-            f"| {r['what']} | {r['rows']:,} | {r.get('differing_rows', '-')} | {r['seconds']} |"
+            f"| {r['what']}{stopped} | {r['rows']:,} | {r.get('differing_rows', '-')} | {r['seconds']} |"
             f" {r['rows_per_s']:,.0f} | {r.get('wall_seconds', '-')} |"
         )
+    if report.get("limit"):
+        lines += ["", report["limit"]]
     bands = report["runs"][-1].get("vocab_bands", {})
     if bands:
         lines += [
@@ -137,40 +228,78 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def limiting_side(runs: list[dict[str, Any]]) -> str:
+    """Which side limits the end-to-end rate: the slower of the reference side and the subject side
+    measured alone, set against the full runs."""
+    ref = next((r for r in runs if r["what"].startswith("reference side alone")), None)
+    sub = next((r for r in runs if r["what"].startswith("subject side alone")), None)
+    if ref is None or sub is None:
+        return ""
+    slower = "the reference side" if ref["rows_per_s"] <= sub["rows_per_s"] else "the subject side"
+    full = ", ".join(f"{r['rows_per_s']:,.0f}" for r in runs if "exit" in r)
+    return (
+        f"Which side limits: alone, the reference side makes {ref['rows_per_s']:,.0f} rows/s and the"
+        f" subject side takes {sub['rows_per_s']:,.0f}: {slower} limits the full runs ({full} rows/s)."
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--gpu", action="store_true", help="the bundled Triton kernel as the subject")
+    ap.add_argument("--shapes", help="the bulk stream's deployment profile (conform --shapes)")
     ap.add_argument("--rows-oracle", type=int, default=100_000)
     ap.add_argument("--rows-impl", type=int, default=100_000)
     ap.add_argument("--rows-cmd", type=int, default=1_000_000)
+    ap.add_argument("--subject-calls", type=int, default=200, help="--gpu: calls timed on the subject alone")
+    ap.add_argument("--runs", default="oracle,subject,impl,cmd", help="which runs, comma-separated")
+    ap.add_argument("--time-limit", type=float, help="seconds before a conform run is stopped (SIGTERM)")
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    runs_asked = set(args.runs.split(","))
+    runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "dyadic24_subject"
-        subprocess.run(["cc", *CFLAGS, "-o", str(exe), str(SUBJECT), "-lm"], check=True)
-        runs = [
-            oracle_only(args.rows_oracle, args.workers),
-            conform(
+        if args.gpu:
+            impl = (
+                "generic --impl path: dyadic24.kernels.adapter:propose",
+                ["--impl", "dyadic24.kernels.adapter:propose"],
+            )
+            cmd = (
+                "JSON-lines --cmd: python -m dyadic24.kernels.jsonl_server (binary frames)",
+                ["--cmd", f"{sys.executable} -m dyadic24.kernels.jsonl_server"],
+            )
+        else:
+            exe = Path(tmp) / "dyadic24_subject"
+            subprocess.run(["cc", *CFLAGS, "-o", str(exe), str(SUBJECT), "-lm"], check=True)
+            impl = (
                 "Python subject: --impl dyadic24.reference.fast:propose_fast",
                 ["--impl", "dyadic24.reference.fast:propose_fast"],
-                args.rows_impl,
-                args.workers,
-                args.out,
-            ),
-            conform(
+            )
+            cmd = (
                 "compiled subject: --cmd benchmarks/subjects/c (JSON-lines 1.1, binary frames)",
                 ["--cmd", str(exe)],
-                args.rows_cmd,
-                args.workers,
-                args.out,
-            ),
-        ]
-    report = {"machine": machine(), "runs": runs}
+            )
+        if "oracle" in runs_asked:
+            runs.append(oracle_only(args.rows_oracle, args.workers, args.shapes))
+        if "subject" in runs_asked and args.gpu:
+            runs.append(subject_only("dyadic24.kernels.adapter:propose", args.shapes, args.subject_calls))
+        if "impl" in runs_asked:
+            runs.append(conform(*impl, args.rows_impl, args.workers, args.out, args.shapes, args.time_limit))
+        if "cmd" in runs_asked:
+            runs.append(conform(*cmd, args.rows_cmd, args.workers, args.out, args.shapes, args.time_limit))
+    report = {
+        "machine": machine(),
+        "args": " ".join(sys.argv[1:]),
+        "shapes": args.shapes or "",
+        "runs": runs,
+        "limit": limiting_side(runs),
+    }
     (args.out / "conform_bulk.json").write_text(json.dumps(report, indent=1) + "\n")
     (args.out / "conform_bulk.md").write_text(markdown(report))
     print(markdown(report))
-    return 0 if all(r.get("exit", 0) == 3 and not r.get("differing_rows") for r in runs[1:]) else 1
+    full = [r for r in runs if "exit" in r]
+    return 0 if all(r["exit"] in (3, 143) and not r["differing_rows"] for r in full) else 1
 
 
 if __name__ == "__main__":

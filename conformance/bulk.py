@@ -36,35 +36,47 @@ regenerated alone (``generate(s, i)``):
   (NaN, +inf, -inf, negative, -2^-149), the rest positive subnormal or tiny normal.
 - seed, round, position: a third word-boundary values (clause 0.4 edges), the rest uniform uint64 or small.
 
-The fast reference computes the expected outputs in worker processes; the main process sends each call
-to the subject and compares the four output arrays row by row. Only outputs are compared (traces are
-the golden vectors' and the fuzzing's job).
+A deployment profile (``--shapes``, ``Profile``) restricts the stream to the vocabularies, logit
+formats and batch sizes a deployment serves: every call takes its V, format and B from the profile
+(uniformly), with every row family, status, edge value and tau as above; a replayed golden vector's
+rows are placed at a profile V (at a random column offset among -inf padding, or cut to their first V
+columns where the vector is wider), in a profile format (its own 16-bit form, or its logits rounded
+to the format) and with a profile B. A JIT-compiling GPU subject then compiles a handful of variants.
+The rows themselves come from conformance/bulk_rows.py.
+
+Worker processes generate each call and compute the fast reference's outputs for it; the call's logits
+travel to the main process, and to a Python subject's host, in a shared-memory segment (named
+``d24-<runner pid>-<call>``, removed once compared), so a row of V = 163,840 is never pickled; the
+main process sends each call to the subject and compares the four output arrays row by row. Only
+outputs are compared (traces are the golden vectors' and the fuzzing's job).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections import Counter
-from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from functools import cache
+from multiprocessing import shared_memory
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dyadic24.api import TAU_DEFAULT_BITS, CallInputs, Proposal
+from dyadic24.conformance.bulk_rows import NINF, PINF, family_rows, in_format, src, temperatures, u64s
 from dyadic24.conformance.compare import RowOutput, compare_outputs
 from dyadic24.conformance.impls import Implementation
 from dyadic24.conformance.jsonl import Call
 from dyadic24.conformance.report import BulkFailure, BulkResult
 from dyadic24.conformance.runner import Progress, reproducer, row_output, single_row
-from dyadic24.conformance.strategies import EDGE_TAUS, EDGE_U64, near_midpoint_z
+from dyadic24.conformance.strategies import EDGE_TAUS
 from dyadic24.conformance.workers import ordered_map
 
 GENERATOR = "dyadic24-bulk-2"
-U32 = npt.NDArray[np.uint32]
-NINF, PINF, NEG_ZERO = 0xFF800000, 0x7F800000, 0x80000000
 BANDS = (("small", 0.45, 64), ("medium", 0.25, 32), ("large", 0.18, 16), ("vocab", 0.12, 4))
 LARGE_EDGES = (4097, 8192, 8193, 16384, 16385)
 VOCABS = (32000, 50257, 65536, 131072, 131073, 151936, 163840, 262144)
@@ -86,6 +98,70 @@ FAMILIES = (
 FAMILY_WEIGHTS = (0.19, 0.12, 0.10, 0.08, 0.06, 0.08, 0.04, 0.04, 0.04, 0.10, 0.06, 0.06, 0.03)
 REPLAY_EVERY = 12  # every 12th call replays a golden vector
 FORMATS = (("binary32", 0.6), ("binary16", 0.2), ("bfloat16", 0.2))
+FORMAT_NAMES = tuple(f for f, _ in FORMATS)
+
+
+SHAPE_FORMATS = {"fp32": "binary32", "binary32": "binary32", "fp16": "binary16", "binary16": "binary16",
+                 "bf16": "bfloat16", "bfloat16": "bfloat16"}  # fmt: skip
+MAX_V, MAX_B = (1 << 31) - 1, 4096
+
+
+class ProfileError(ValueError):
+    """A --shapes text that does not parse; ``str()`` names the part and the rule."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The shapes a deployment serves: vocabularies, logit formats, batch sizes (each None: all)."""
+
+    vocabs: tuple[int, ...] | None = None
+    formats: tuple[str, ...] | None = None
+    batches: tuple[int, int] | None = None  # B from .. to, inclusive
+
+    @staticmethod
+    def parse(text: str) -> Profile:
+        """``V=151936,163840 formats=bf16,fp32 B=1..256`` (any of the three, in any order)."""
+        vocabs: tuple[int, ...] | None = None
+        formats: tuple[str, ...] | None = None
+        batches: tuple[int, int] | None = None
+        for part in text.split():
+            key, sep, value = part.partition("=")
+            items = [v for v in value.split(",") if v]
+            if not sep or not items:
+                raise ProfileError(f"{part!r}: write KEY=VALUES (V=..., formats=..., B=...)")
+            if key == "V":
+                if not all(v.isdigit() and 1 <= int(v) <= MAX_V for v in items):
+                    raise ProfileError(f"{part!r}: V takes integers in [1, 2^31 - 1] (clause 1.1)")
+                vocabs = tuple(sorted({int(v) for v in items}))
+            elif key == "formats":
+                unknown = [v for v in items if v not in SHAPE_FORMATS]
+                if unknown:
+                    raise ProfileError(f"{part!r}: unknown format(s) {unknown}; known: fp32, fp16, bf16")
+                formats = tuple(dict.fromkeys(SHAPE_FORMATS[v] for v in items))
+            elif key == "B":
+                lo, dots, hi = value.partition("..")
+                hi = hi if dots else lo
+                if not (lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi) <= MAX_B):
+                    raise ProfileError(f"{part!r}: B takes N or LO..HI with 1 <= LO <= HI <= {MAX_B}")
+                batches = (int(lo), int(hi))
+            else:
+                raise ProfileError(f"{part!r}: unknown key {key!r}; known: V, formats, B")
+        if vocabs is None and formats is None and batches is None:
+            raise ProfileError("no shape given (V=..., formats=..., B=...)")
+        return Profile(vocabs, formats, batches)
+
+    def text(self) -> str:
+        parts = []
+        if self.vocabs:
+            parts.append("V=" + ",".join(map(str, self.vocabs)))
+        if self.formats:
+            parts.append("formats=" + ",".join(self.formats))
+        if self.batches:
+            parts.append(f"B={self.batches[0]}..{self.batches[1]}")
+        return " ".join(parts)
+
+
+ALL = Profile()
 
 
 @dataclass(frozen=True)
@@ -106,6 +182,7 @@ class BulkCall:
     plan: Plan
     call: Call
     families: tuple[str, ...]
+    segment: Any = field(default=None, compare=False)  # the shared memory holding the logits, if any
 
 
 @cache
@@ -120,19 +197,26 @@ def _log_uniform(rng: np.random.Generator, lo: int, hi: int) -> int:
     return int(min(hi, max(lo, round(float(np.exp(rng.uniform(np.log(lo), np.log(hi + 1))))))))
 
 
-def plan(seed: int, index: int) -> Plan:
-    """Call ``index``'s structure: band, V, B, tau, format, replay (generator dyadic24-bulk-1)."""
+def plan(seed: int, index: int, profile: Profile = ALL) -> Plan:
+    """Call ``index``'s structure: band, V, B, tau, format, replay (generator dyadic24-bulk-2)."""
     rng = np.random.default_rng([seed, index, 0])
-    if (
-        index % REPLAY_EVERY == REPLAY_EVERY // 2
-    ):  # the golden vectors in turn, all within REPLAY_EVERY x 310 calls
+    if index % REPLAY_EVERY == REPLAY_EVERY // 2:  # the golden vectors in turn
         vectors = golden()
         g = (index // REPLAY_EVERY + seed) % len(vectors)
         v = vectors[g]
         extra = int(rng.integers(0, 5))
-        return Plan(
-            index, "replay", v.vocab, v.batch + extra, int(v.tau_bits), v.narrow_format or "binary32", g
-        )
+        if profile is ALL:
+            return Plan(
+                index, "replay", v.vocab, v.batch + extra, int(v.tau_bits), v.narrow_format or "binary32", g
+            )
+        fits = [w for w in profile.vocabs or (v.vocab,) if w >= v.vocab]
+        vocab = min(fits) if fits else max(profile.vocabs or (v.vocab,))
+        formats = profile.formats or FORMAT_NAMES
+        fmt = v.narrow_format if v.narrow_format in formats else "binary32"
+        if fmt not in formats:
+            fmt = formats[int(rng.integers(0, len(formats)))]
+        lo, hi = profile.batches or (1, v.batch + extra)
+        return Plan(index, "replay", vocab, min(hi, max(lo, v.batch + extra)), int(v.tau_bits), fmt, g)
     k = int(rng.choice(len(BANDS), p=[b[1] for b in BANDS]))
     band, _, max_rows = BANDS[k]
     if band == "small":
@@ -156,177 +240,63 @@ def plan(seed: int, index: int) -> Plan:
     else:
         tau = int(rng.integers(1, 0x7F7FFFFF + 1))
     fmt = FORMATS[int(rng.choice(len(FORMATS), p=[f[1] for f in FORMATS]))][0]
+    if profile.vocabs:
+        band, vocab = "profile", int(profile.vocabs[int(rng.integers(0, len(profile.vocabs)))])
+    if profile.batches:
+        batch = int(rng.integers(profile.batches[0], profile.batches[1] + 1))
+    if profile.formats:
+        fmt = profile.formats[int(rng.integers(0, len(profile.formats)))]
     return Plan(index, band, vocab, batch, tau, fmt, -1)
 
 
-def _f32(values: npt.NDArray[np.float64]) -> U32:
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        return np.asarray(values).astype(np.float32).view(np.uint32)
-
-
-def _family_rows(family: str, n: int, v: int, tau: float, rng: np.random.Generator) -> U32:
-    """n rows of V logits (binary32 bits) of one family."""
-    if family == "gauss":
-        scale = np.float32(rng.choice((1e-3, 0.3, 1.0, 3.0, 10.0, 1e4)))
-        return (rng.standard_normal((n, v), dtype=np.float32) * scale).view(np.uint32)
-    if family == "lm":
-        # log-probabilities falling with the ID (frequent tokens first) plus noise: clustered top tokens
-        ids = np.arange(v, dtype=np.float64)
-        base = -float(rng.uniform(0.5, 2.0)) * np.log1p(ids / float(rng.uniform(1, 50)))
-        return _f32(base[None, :] + rng.gumbel(size=(n, v)) * float(rng.uniform(0.1, 2.0)))
-    if family == "ties":
-        pool = np.array(
-            [0x00000000, NEG_ZERO, 0x3F800000, 0xBF800000, 0x40000000, 0x3FC00000, NINF, 0x00000001],
-            dtype=np.uint32,
-        )
-        take = pool[rng.choice(len(pool), size=int(rng.integers(1, 5)), replace=False)]
-        return take[rng.integers(0, len(take), (n, v))]
-    if family == "top_ties":
-        out = np.empty((n, v), dtype=np.uint32)
-        for r in range(n):
-            top, tie, low = sorted(rng.integers(-200, 200, 3).tolist(), reverse=True)
-            n_top = int(rng.integers(0, min(v, 40) + 1))
-            n_tie = int(rng.integers(0, v - n_top + 1))
-            vals = np.concatenate(
-                [np.full(n_top, top / 8), np.full(n_tie, tie / 8), np.full(v - n_top - n_tie, low / 8)]
+def _placed(
+    v: Any, p: Plan, rng: np.random.Generator
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint16] | None]:
+    """A golden vector's rows at the plan's V and format: its logits at a random column offset among
+    -inf (or its first V columns), in its own 16-bit form or rounded to the plan's format."""
+    bits = v.logits.view(np.uint32)
+    narrow = v.narrow_logits if p.fmt == v.narrow_format else None
+    if p.vocab != v.vocab:
+        out = np.full((bits.shape[0], p.vocab), NINF, dtype=np.uint32)
+        at = int(rng.integers(0, p.vocab - v.vocab + 1)) if p.vocab > v.vocab else 0
+        width = min(v.vocab, p.vocab)
+        out[:, at : at + width] = bits[:, :width]
+        bits = out
+        if narrow is not None:
+            wide = np.full(
+                (bits.shape[0], p.vocab), NINF >> 16 if p.fmt == "bfloat16" else 0xFC00, dtype=np.uint16
             )
-            row = _f32(vals)
-            if rng.random() < 0.5:
-                row[n_top + n_tie :] = NINF
-            row[(row == 0) & (rng.random(v) < 0.5)] = NEG_ZERO
-            out[r] = row[rng.permutation(v)]
-        return out
-    if family == "tile_edges":
-        out = _f32(rng.standard_normal((n, v)))
-        edges = [t * k for t in (256, 512, 1024, 2048, 4096, 8192) for k in range(1, v // t + 1)] or [v // 2]
-        for r in range(n):
-            picks = rng.choice(edges, size=min(len(edges), int(rng.integers(1, 9))), replace=False)
-            value = _f32(np.array([float(rng.uniform(5, 20))]))[0]
-            for e in picks.tolist():
-                for pos in range(max(0, e - 3), min(v, e + 3)):
-                    out[r, pos] = value  # equal values on both sides of a tile boundary (clause 3.1)
-        return out
-    if family == "masked":
-        out = np.full((n, v), NINF, dtype=np.uint32)
-        for r in range(n):
-            k = int(rng.integers(0, min(v, 33) + 1))
-            where = rng.choice(v, size=k, replace=False)
-            out[r, where] = _f32(rng.standard_normal(k) * float(rng.choice((0.01, 1.0, 100.0))))
-        return out
-    if family == "zeros":
-        pool = np.array([0, NEG_ZERO, 0, NEG_ZERO, NEG_ZERO | 1, NINF], dtype=np.uint32)
-        return pool[rng.integers(0, len(pool), (n, v))]
-    if family == "subnormal":
-        return rng.integers(0, 0x00800000, (n, v), dtype=np.uint32) | (
-            rng.integers(0, 2, (n, v), dtype=np.uint32) << np.uint32(31)
-        )
-    if family == "huge":
-        bits = (rng.integers(250, 255, (n, v), dtype=np.uint32) << np.uint32(23)) | rng.integers(
-            0, 1 << 23, (n, v), dtype=np.uint32
-        )
-        bits |= rng.integers(0, 2, (n, v), dtype=np.uint32) << np.uint32(31)
-        small = rng.random((n, v)) < 0.2
-        bits[small] = _f32(rng.standard_normal(int(small.sum())))
-        return bits
-    if family == "spread":
-        low = float(rng.integers(0, 40))
-        vals = -rng.uniform(low, low + float(rng.integers(1, 40)), (n, v)) * min(tau, 1e30)
-        vals[np.arange(n), rng.integers(0, v, n)] = 0.0
-        return _f32(vals)
-    if family == "midpoint":
-        pool = np.array(near_midpoint_z() or (0xBF800000,), dtype=np.uint32)
-        out = pool[rng.integers(0, len(pool), (n, v))]
-        out[np.arange(n), rng.integers(0, v, n)] = np.where(rng.random(n) < 0.5, 0, NEG_ZERO).astype(
-            np.uint32
-        )
-        return out
-    if family == "half_subnormal":
-        # binary16 subnormals k * 2^-24, k in 1..1023, as binary32 patterns (exact in every format)
-        magnitude = rng.integers(1, 1024, (n, v)).astype(np.float64) * 2.0**-24
-        out = _f32(np.where(rng.random((n, v)) < 0.3, -magnitude, magnitude))
-        out[rng.random((n, v)) < 0.1] = NINF
-        return out
-    return rng.integers(0, 1 << 32, (n, v), dtype=np.uint32)  # "bits"
+            wide[:, at : at + width] = narrow[:, :width]
+            narrow = wide
+    if p.fmt != "binary32" and narrow is None:
+        bits, narrow = in_format(bits, p.fmt)
+    return bits, narrow
 
 
-def _narrow(bits: U32, fmt: str) -> tuple[U32, npt.NDArray[np.uint16] | None]:
-    """The rows rounded to a 16-bit format (the values the call carries) and their 16-bit patterns."""
-    if fmt == "binary32":
-        return bits, None
-    if fmt == "bfloat16":
-        nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(PINF)
-        up = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-        half = np.where(nan, (bits >> np.uint32(16)) | np.uint32(0x40), up).astype(np.uint16)
-        return (half.astype(np.uint32) << np.uint32(16)), half
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        half = bits.view(np.float32).astype(np.float16)
-    wide = half.astype(np.float32).view(np.uint32)
-    return wide, half.view(np.uint16)
-
-
-def _temperatures(rng: np.random.Generator, n: int) -> U32:
-    r = rng.random(n)
-    sampled = np.array([0x3F800000, 0x3F333333, 0x00000001, 0x7F7FFFFF], dtype=np.uint32)
-    out = (rng.integers(100, 150, n, dtype=np.uint32) << np.uint32(23)) | rng.integers(
-        0, 1 << 23, n, dtype=np.uint32
-    )
-    out = np.where(r < 0.15, sampled[rng.integers(0, 4, n)], out)
-    greedy = np.where(rng.random(n) < 0.5, 0, NEG_ZERO).astype(np.uint32)
-    bad = np.array([0x7FC00000, 0xFFC00001, PINF, NINF, 0xBF800000, NEG_ZERO | 1], dtype=np.uint32)[
-        rng.integers(0, 6, n)
-    ]
-    tiny = np.where(
-        rng.random(n) < 0.5, rng.integers(1, 0x00800000, n, dtype=np.uint32), np.uint32(0x00800000)
-    )
-    out = np.where((r >= 0.60) & (r < 0.75), greedy, out)
-    out = np.where((r >= 0.75) & (r < 0.82), bad, out)
-    return np.where(r >= 0.82, np.where(rng.random(n) < 0.5, tiny, out), out).astype(np.uint32)
-
-
-def _u64s(rng: np.random.Generator, n: int) -> npt.NDArray[np.uint64]:
-    r = rng.random(n)
-    edge = np.array(EDGE_U64, dtype=np.uint64)[rng.integers(0, len(EDGE_U64), n)]
-    wide = rng.integers(0, 1 << 63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(
-        0, 2, n, dtype=np.uint64
-    )
-    small = rng.integers(0, 1 << 20, n, dtype=np.uint64)
-    return np.where(r < 1 / 3, edge, np.where(r < 0.9, wide, small)).astype(np.uint64)
-
-
-def generate(seed: int, index: int, rows: int | None = None) -> BulkCall:
+def generate(seed: int, index: int, rows: int | None = None, profile: Profile = ALL) -> BulkCall:
     """Call ``index`` of the bulk stream of ``seed`` (its first ``rows`` rows, if given)."""
-    p = plan(seed, index)
+    p = plan(seed, index, profile)
     rng = np.random.default_rng([seed, index, 1])
     n = p.batch
     tau = float(np.uint32(p.tau_bits).view(np.float32))
     families: list[str]
     if p.replay >= 0:
         v = golden()[p.replay]
-        extra = n - v.batch
-        fresh = (
-            _family_rows("gauss", extra, p.vocab, tau, rng) if extra else np.zeros((0, p.vocab), np.uint32)
-        )
-        bits = np.concatenate([v.logits.view(np.uint32), fresh])
-        temp = np.concatenate([v.temperature.view(np.uint32), _temperatures(rng, extra)])
-        seeds = np.concatenate([v.seed, _u64s(rng, extra)])
-        rounds = np.concatenate([v.round, _u64s(rng, extra)])
-        positions = np.concatenate([v.position, _u64s(rng, extra)])
-        families = ["golden"] * v.batch + ["gauss"] * extra
+        keep = min(v.batch, n)
+        extra = n - keep
+        g_bits, g_narrow = _placed(v, p, rng)
+        fresh = family_rows("gauss", extra, p.vocab, tau, rng) if extra else np.zeros((0, p.vocab), np.uint32)
+        fresh_wide, fresh_narrow = in_format(fresh, p.fmt)
         order = rng.permutation(n)
-        bits, temp, seeds, rounds, positions = (
-            bits[order],
-            temp[order],
-            seeds[order],
-            rounds[order],
-            positions[order],
-        )
-        families = [families[i] for i in order.tolist()]
+        bits = np.concatenate([g_bits[:keep], fresh_wide])[order]
         narrow = None
-        if v.narrow_format is not None:
-            fresh_wide, fresh_narrow = _narrow(fresh, v.narrow_format)
-            assert v.narrow_logits is not None and fresh_narrow is not None
-            bits = np.concatenate([v.logits.view(np.uint32), fresh_wide])[order]
-            narrow = np.concatenate([v.narrow_logits, fresh_narrow])[order]
+        if g_narrow is not None and fresh_narrow is not None:
+            narrow = np.concatenate([g_narrow[:keep], fresh_narrow])[order]
+        temp = np.concatenate([v.temperature.view(np.uint32)[:keep], temperatures(rng, extra)])[order]
+        seeds = np.concatenate([v.seed[:keep], u64s(rng, extra)])[order]
+        rounds = np.concatenate([v.round[:keep], u64s(rng, extra)])[order]
+        positions = np.concatenate([v.position[:keep], u64s(rng, extra)])[order]
+        families = [(["golden"] * keep + ["gauss"] * extra)[i] for i in order.tolist()]
     else:
         pick = rng.choice(len(FAMILIES), size=n, p=FAMILY_WEIGHTS)
         if p.tau_bits != 0x3F800000:  # midpoint rows need tau = 1 (z = l exactly)
@@ -334,7 +304,7 @@ def generate(seed: int, index: int, rows: int | None = None) -> BulkCall:
         bits = np.empty((n, p.vocab), dtype=np.uint32)
         for f in np.unique(pick).tolist():
             where = np.flatnonzero(pick == f)
-            bits[where] = _family_rows(FAMILIES[f], where.size, p.vocab, tau, rng)
+            bits[where] = family_rows(FAMILIES[f], where.size, p.vocab, tau, rng)
         families = [FAMILIES[f] for f in pick.tolist()]
         # injections: NaN, +inf, all -inf, a share of -inf
         r = rng.random(n)
@@ -348,10 +318,10 @@ def generate(seed: int, index: int, rows: int | None = None) -> BulkCall:
         bits[(r >= 0.06) & (r < 0.08)] = NINF
         share = (r >= 0.08) & (r < 0.18)
         for row in np.flatnonzero(share).tolist():
-            bits[row, rng.random(p.vocab) < rng.random()] = NINF
-        bits, narrow = _narrow(bits, p.fmt)
-        temp = _temperatures(rng, n)
-        seeds, rounds, positions = _u64s(rng, n), _u64s(rng, n), _u64s(rng, n)
+            bits[row, src.unit(rng, 1, p.vocab)[0] < rng.random()] = NINF
+        bits, narrow = in_format(bits, p.fmt)
+        temp = temperatures(rng, n)
+        seeds, rounds, positions = u64s(rng, n), u64s(rng, n), u64s(rng, n)
     k = n if rows is None else min(rows, n)
     inputs = CallInputs(
         logits=np.ascontiguousarray(bits[:k]).view(np.float32),
@@ -369,35 +339,121 @@ def generate(seed: int, index: int, rows: int | None = None) -> BulkCall:
     return BulkCall(p, call, tuple(families[:k]))
 
 
-def sizes(seed: int, rows: int) -> Iterator[int]:
+def sizes(seed: int, rows: int, profile: Profile = ALL) -> Iterator[int]:
     """Rows taken from each call (the last call cut) for a run of ``rows`` rows, drawn as the run goes
     (a run of 10^15 rows starts at once)."""
     total = 0
     index = 0
     while total < rows:
-        b = min(plan(seed, index).batch, rows - total)
+        b = min(plan(seed, index, profile).batch, rows - total)
         yield b
         total += b
         index += 1
 
 
-def _expected(task: tuple[int, int, int]) -> tuple[BulkCall, Proposal]:
-    """(the call, the fast reference's outputs) for a worker."""
+def segment_name(owner: int, index: int) -> str:
+    """The shared-memory segment of call ``index`` of the run of process ``owner``."""
+    return f"d24-{owner}-{index}"
+
+
+Task = tuple[int, int, int, Profile, int]  # seed, call index, rows, profile, owner pid (0: no segment)
+
+
+def _expected(task: Task) -> tuple[BulkCall, Proposal]:
+    """(the call, the fast reference's outputs) for a worker; with an owner, the call's logits go into a
+    shared-memory segment (the 16-bit words first, then the binary32 widening) and the returned call
+    holds none."""
     from dyadic24.reference.fast import propose_fast
 
-    seed, index, rows = task
-    c = generate(seed, index, rows)
+    seed, index, rows, profile, owner = task
+    c = generate(seed, index, rows, profile)
     i = c.call.inputs
     with np.errstate(all="ignore"):
         want = propose_fast(
             i.logits, i.temperature, i.seed, i.round, i.position, tau=np.uint32(i.tau_bits).view(np.float32)
         )
-    return c, Proposal(want.status, want.token, want.ids, want.tickets)
+    expected = Proposal(want.status, want.token, want.ids, want.tickets)
+    if not owner:
+        return c, expected
+    parts = ([] if c.call.narrow is None else [c.call.narrow]) + [i.logits]
+    seg = shared_memory.SharedMemory(
+        name=segment_name(owner, index), create=True, size=max(1, sum(a.nbytes for a in parts))
+    )
+    at = 0
+    for a in parts:
+        np.ndarray(a.shape, a.dtype, buffer=seg.buf, offset=at)[...] = a
+        at += a.nbytes
+    seg.close()
+    empty = CallInputs(
+        np.zeros((i.batch, 0), np.float32), i.temperature, i.seed, i.round, i.position, i.tau_bits
+    )
+    return BulkCall(c.plan, Call(empty, c.call.fmt), c.families, (i.vocab, seg.name)), expected
 
 
-def _stream(seed: int, counts: Iterable[int], workers: int) -> Generator[tuple[BulkCall, Proposal]]:
-    tasks = ((seed, i, n) for i, n in enumerate(counts))
-    yield from ordered_map(_expected, tasks, workers, chunk=4)
+def _attached(bc: BulkCall) -> BulkCall:
+    """The call of a worker's segment, its arrays views of the segment (``segment`` keeps it open)."""
+    if bc.segment is None:
+        return bc
+    vocab, name = bc.segment
+    seg = shared_memory.SharedMemory(name=name)
+    i = bc.call.inputs
+    shape = (i.batch, vocab)
+    at, narrow, narrow_shm = 0, None, None
+    if bc.call.fmt != "binary32":
+        narrow = np.ndarray(shape, np.uint16, buffer=seg.buf)
+        narrow_shm, at = (name, 0), narrow.nbytes
+    wide = np.ndarray(shape, np.float32, buffer=seg.buf, offset=at)
+    inputs = CallInputs(wide, i.temperature, i.seed, i.round, i.position, i.tau_bits)
+    call = Call(inputs, bc.call.fmt, narrow, narrow_shm if narrow is not None else (name, at))
+    return BulkCall(bc.plan, call, bc.families, seg)
+
+
+def _release(bc: BulkCall) -> None:
+    seg = bc.segment
+    if isinstance(seg, shared_memory.SharedMemory):
+        seg.unlink()
+        with contextlib.suppress(BufferError):  # a view still held: the mapping goes with it
+            seg.close()
+
+
+def _unlink(owner: int, indices: Iterable[int]) -> None:
+    """Remove the segments of calls issued but not compared (a stopped run)."""
+    for index in indices:
+        try:
+            seg = shared_memory.SharedMemory(name=segment_name(owner, index))
+        except (FileNotFoundError, OSError):
+            continue
+        seg.close()
+        seg.unlink()
+
+
+class _Stream:
+    """The expected outputs of the bulk calls from the workers, in order; the segments of the calls
+    issued are tracked so that a stopped run leaves none behind."""
+
+    def __init__(self, seed: int, counts: Iterable[int], workers: int, profile: Profile) -> None:
+        self.owner = os.getpid() if workers > 1 else 0
+        self.issued: set[int] = set()
+        self.done: set[int] = set()
+        tasks = self._tasks(seed, counts, profile)
+        # calls of a profile's vocabulary are large: one a message, two queued a worker
+        big = profile.vocabs is not None
+        self.calls = ordered_map(_expected, tasks, workers, chunk=1 if big else 4, depth=2 if big else 4)
+
+    def _tasks(self, seed: int, counts: Iterable[int], profile: Profile) -> Iterator[Task]:
+        for index, n in enumerate(counts):
+            self.issued.add(index)
+            yield (seed, index, n, profile, self.owner)
+
+    def __iter__(self) -> Iterator[tuple[BulkCall, Proposal]]:
+        for bc, want in self.calls:
+            self.done.add(bc.plan.index)
+            yield _attached(bc), want
+
+    def close(self) -> None:
+        self.calls.close()  # the workers end first: no segment is made after this
+        if self.owner:
+            _unlink(self.owner, self.issued - self.done)
 
 
 def _band(v: int) -> str:
@@ -414,19 +470,21 @@ def run_bulk(
     max_failures: int = 20,
     stop_at_first: bool = False,
     result: BulkResult | None = None,
+    profile: Profile = ALL,
 ) -> BulkResult:
     """Run ``rows`` rows of the bulk stream of ``seed`` through the implementation (``stop_at_first``: up
     to the first call with a differing row, for the kill matrix). Counts go into ``result`` as the run
     goes (a stopped run keeps them)."""
-    counts = sizes(seed, rows)
+    counts = sizes(seed, rows, profile)
     result = BulkResult(seed=seed) if result is None else result
     families: Counter[str] = Counter()
     formats: Counter[str] = Counter()
     bands: Counter[str] = Counter()
     bar = Progress(f"[{impl.name}] bulk", rows, "rows", enabled=progress)
     began = time.monotonic()
-    stream = _stream(seed, counts, workers)
+    stream = _Stream(seed, counts, workers, profile)
     result.workers = workers
+    result.profile = profile.text()
     try:
         _compare_stream(impl, stream, result, families, formats, bands, bar, max_failures, stop_at_first)
     finally:
@@ -451,44 +509,63 @@ def _compare_stream(
     stop_at_first: bool,
 ) -> None:
     for bc, want in stream:
-        call = bc.call
-        if call.fmt not in impl.formats:  # the exact binary32 widening, same expected outputs
-            call = Call(call.inputs)
-        got = impl.call(call, False)
-        n = call.inputs.batch
-        result.calls += 1
-        result.rows += n
-        families.update(bc.families)
-        formats[call.fmt] += n
-        bands[_band(call.inputs.vocab)] += n
-        if got.proposal is None:
-            result.failed_calls += 1
-            result.differing_rows += n
-            if len(result.call_errors) < max_failures:
-                result.call_errors.append(
-                    f"call {bc.plan.index}: {got.error} (reproduce: {reproducer(impl, call)[:300]}...)"
-                )
-        else:
-            g = got.proposal
-            bad = (
-                (g.status != want.status)
-                | (g.token != want.token)
-                | (g.ids != want.ids).any(axis=1)
-                | (g.tickets != want.tickets).any(axis=1)
-            )
-            rows_bad = np.flatnonzero(bad).tolist()
-            result.differing_rows += len(rows_bad)
-            for r in rows_bad:
-                if len(result.failures) >= max_failures:
-                    break
-                div = compare_outputs(f"bulk call {bc.plan.index}", r, row_output(g, r), _row(want, r))
-                assert div is not None
-                result.failures.append(
-                    BulkFailure(bc.plan.index, r, bc.families[r], div, reproducer(impl, single_row(call, r)))
-                )
+        try:
+            _compare_call(impl, bc, want, result, families, formats, bands, max_failures)
+        finally:
+            _release(bc)
         bar.update(result.rows, f"{result.differing_rows} differing")
         if stop_at_first and not result.ok:
             break
+
+
+def _compare_call(
+    impl: Implementation,
+    bc: BulkCall,
+    want: Proposal,
+    result: BulkResult,
+    families: Counter[str],
+    formats: Counter[str],
+    bands: Counter[str],
+    max_failures: int,
+) -> None:
+    call = bc.call
+    if call.fmt not in impl.formats:  # the exact binary32 widening, same expected outputs
+        wide_at = (
+            None if call.shm is None else (call.shm[0], 0 if call.narrow is None else call.narrow.nbytes)
+        )
+        call = Call(call.inputs, shm=wide_at)
+    got = impl.call(call, False)
+    n = call.inputs.batch
+    result.calls += 1
+    result.rows += n
+    families.update(bc.families)
+    formats[call.fmt] += n
+    bands[_band(call.inputs.vocab)] += n
+    if got.proposal is None:
+        result.failed_calls += 1
+        result.differing_rows += n
+        if len(result.call_errors) < max_failures:
+            result.call_errors.append(
+                f"call {bc.plan.index}: {got.error} (reproduce: {reproducer(impl, call)[:300]}...)"
+            )
+    else:
+        g = got.proposal
+        bad = (
+            (g.status != want.status)
+            | (g.token != want.token)
+            | (g.ids != want.ids).any(axis=1)
+            | (g.tickets != want.tickets).any(axis=1)
+        )
+        rows_bad = np.flatnonzero(bad).tolist()
+        result.differing_rows += len(rows_bad)
+        for r in rows_bad:
+            if len(result.failures) >= max_failures:
+                break
+            div = compare_outputs(f"bulk call {bc.plan.index}", r, row_output(g, r), _row(want, r))
+            assert div is not None
+            result.failures.append(
+                BulkFailure(bc.plan.index, r, bc.families[r], div, reproducer(impl, single_row(call, r)))
+            )
 
 
 def _row(p: Proposal, r: int) -> RowOutput:

@@ -133,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--bulk-seed", type=int, default=0, metavar="S", help="seed of the bulk stream (default 0)"
     )
     p.add_argument(
+        "--shapes",
+        metavar="'V=.. formats=.. B=..'",
+        help="with --bulk: a deployment profile, the shapes it serves, e.g. 'V=151936,163840"
+        " formats=bf16,fp32 B=1..256' (each key optional): every bulk call takes its V, format and B"
+        " from these, with every row family, status and golden vector placed at them",
+    )
+    p.add_argument(
         "--exp-sweep",
         action="store_true",
         help="also check the implementation's exp (clause 5.3) on every binary32 z of the rule's"
@@ -229,6 +236,15 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--bulk: must be 1 to 10^15 rows, got {args.bulk}")
     if args.bulk_seed < 0:
         raise UsageError(f"--bulk-seed: must be >= 0, got {args.bulk_seed}")
+    if args.shapes is not None:
+        from dyadic24.conformance.bulk import Profile, ProfileError
+
+        if args.bulk is None:
+            raise UsageError("--shapes: applies to --bulk")
+        try:
+            args.profile = Profile.parse(args.shapes)
+        except ProfileError as exc:
+            raise UsageError(f"--shapes: {exc}") from exc
     if args.exp is not None and not args.exp_sweep:
         raise UsageError("--exp: needs --exp-sweep")
     if args.exp is not None and not args.impl:
@@ -459,7 +475,7 @@ def _check(
             result=entry.fuzz,
         )
     if args.bulk is not None:
-        from dyadic24.conformance.bulk import run_bulk
+        from dyadic24.conformance.bulk import ALL, run_bulk
         from dyadic24.conformance.report import BulkResult
 
         entry.bulk = BulkResult(seed=args.bulk_seed)
@@ -471,6 +487,7 @@ def _check(
             progress=progress,
             max_failures=args.max_report,
             result=entry.bulk,
+            profile=getattr(args, "profile", None) or ALL,
         )
     if args.exp_sweep:
         from dyadic24.conformance.expsweep import run_exp_sweep

@@ -172,35 +172,62 @@ class CannotRunHereError(Exception):
     """The subject cannot run here (a bundled kernel without torch, bfloat16 without torch)."""
 
 
+def attach_segment(name: str) -> Any:
+    """A shared-memory segment the runner's bulk worker made, mapped without registering it with this
+    process's resource tracker (whose exit would remove it under the runner: the runner removes it)."""
+    from multiprocessing import resource_tracker, shared_memory
+
+    try:
+        return shared_memory.SharedMemory(name=name, track=False)  # type: ignore[call-arg]
+    except TypeError:  # Python < 3.13: no track argument
+        register = resource_tracker.register
+        resource_tracker.register = lambda *args, **kwargs: None
+        try:
+            return shared_memory.SharedMemory(name=name)
+        finally:
+            resource_tracker.register = register
+
+
 def _call(subject: _Subject, header: dict[str, Any], arrays: Arrays) -> bytes:
-    from dyadic24.api import CallInputs
-    from dyadic24.conformance.impls import invoke
-    from dyadic24.conformance.jsonl import Call
-
-    fmt = str(header["fmt"])
-    logits = arrays["logits"]
-    narrow = None if fmt == "binary32" else logits.astype(np.uint16)
-    if narrow is not None:
-        from dyadic24.conformance.jsonl import widen16
-
-        wide = widen16(narrow, fmt)
-    else:
-        wide = logits.astype(np.uint32).view(np.float32)
-    inputs = CallInputs(
-        logits=np.ascontiguousarray(wide),
-        temperature=arrays["temperature"].astype(np.uint32).view(np.float32),
-        seed=arrays["seed"].astype(np.uint64),
-        round=arrays["round"].astype(np.uint64),
-        position=arrays["position"].astype(np.uint64),
-        tau_bits=int(header["tau_bits"]),
-    )
-    got = invoke(subject.func, Call(inputs, fmt, narrow), bool(header["trace"]) and subject.traces)
+    segment = attach_segment(str(header["shm"][0])) if "shm" in header else None
+    try:
+        if segment is not None:
+            _, offset, dtype, shape = header["shm"]
+            words = np.ndarray(tuple(shape), dtype=np.dtype(dtype), buffer=segment.buf, offset=int(offset))
+        else:
+            words = arrays["logits"]
+        got = _invoke(subject, header, arrays, words)
+        del words  # the segment's buffer is released before it is closed
+    finally:
+        if segment is not None:
+            segment.close()
     reply: dict[str, Any] = {"error": got.error, "clause": got.clause, "argument": got.argument}
     if got.proposal is None:
         return pack(reply)
     reply["trace"] = got.trace
     p = got.proposal
     return pack(reply, [("status", p.status), ("token", p.token), ("ids", p.ids), ("tickets", p.tickets)])
+
+
+def _invoke(subject: _Subject, header: dict[str, Any], arrays: Arrays, words: npt.NDArray[Any]) -> Any:
+    """The call on the logit words (uint32 or uint16, maybe a view of a segment: invoke copies what it
+    passes, so the subject never holds the runner's memory)."""
+    from dyadic24.api import CallInputs
+    from dyadic24.conformance.impls import invoke
+    from dyadic24.conformance.jsonl import Call, widen16
+
+    fmt = str(header["fmt"])
+    narrow = None if fmt == "binary32" else words.view(np.uint16)
+    wide = widen16(narrow, fmt) if narrow is not None else words.view(np.uint32).view(np.float32)
+    inputs = CallInputs(
+        logits=wide,
+        temperature=arrays["temperature"].astype(np.uint32).view(np.float32),
+        seed=arrays["seed"].astype(np.uint64),
+        round=arrays["round"].astype(np.uint64),
+        position=arrays["position"].astype(np.uint64),
+        tau_bits=int(header["tau_bits"]),
+    )
+    return invoke(subject.func, Call(inputs, fmt, narrow), bool(header["trace"]) and subject.traces)
 
 
 def _invalid(subject: _Subject, header: dict[str, Any]) -> bytes:

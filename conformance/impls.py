@@ -357,9 +357,14 @@ class HostedImplementation(Implementation):
     def call(self, call: Call, trace: bool) -> CallResult:
         inputs = call.inputs
         want = trace and self.traces
-        header = {"op": "call", "fmt": call.fmt, "trace": want, "tau_bits": inputs.tau_bits}
-        arrays = [
-            ("logits", call.logit_words()),
+        header: dict[str, Any] = {"op": "call", "fmt": call.fmt, "trace": want, "tau_bits": inputs.tau_bits}
+        arrays: list[tuple[str, npt.NDArray[Any]]] = []
+        if call.shm is not None:  # the host maps the bulk worker's segment instead of a copy
+            words = call.logit_words()
+            header["shm"] = [call.shm[0], call.shm[1], words.dtype.str, list(words.shape)]
+        else:
+            arrays.append(("logits", call.logit_words()))
+        arrays += [
             ("temperature", inputs.temperature.view(np.uint32)),
             ("seed", inputs.seed),
             ("round", inputs.round),
@@ -461,10 +466,10 @@ class CommandImplementation(Implementation):
         )
 
     def _exchange(
-        self, line: str, payload: bytes, request_id: int, batch: int
+        self, line: str, payload: bytes | memoryview, request_id: int, batch: int
     ) -> tuple[jsonl.Response | None, CallResult | None]:
         try:
-            self._proc.send(line.encode() + b"\n" + payload)
+            self._proc.send(line.encode() + b"\n", payload)
             got_line, got_frame = self._proc.receive()
         except SubjectGoneError as exc:
             return None, CallResult(None, error=str(exc), clause="12.4")
@@ -488,7 +493,7 @@ class CommandImplementation(Implementation):
     def call(self, call: Call, trace: bool) -> CallResult:
         request_id = self._new_id()
         want = trace and self.traces
-        line, payload = jsonl.encode_request(request_id, call, want, frame=self.frames)
+        line, payload = jsonl.request_parts(request_id, call, want, frame=self.frames)
         response, failed = self._exchange(line, payload, request_id, call.inputs.batch)
         if failed is not None:
             return failed

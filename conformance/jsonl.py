@@ -94,6 +94,9 @@ class Call:
     inputs: CallInputs
     fmt: str = "binary32"
     narrow: npt.NDArray[np.uint16] | None = None
+    # (shared-memory segment, byte offset) where the bulk stream's worker left these logit words: a
+    # Python subject's host maps them instead of receiving a copy (conformance/bulk.py)
+    shm: tuple[str, int] | None = None
 
     def logit_words(self) -> npt.NDArray[Any]:
         """The logits as the wire carries them: uint32 (binary32) or uint16 bit patterns, [B, V]."""
@@ -250,6 +253,14 @@ def encode_request(
     request_id: int, call: Call | CallInputs, trace: bool, *, frame: bool = False
 ) -> tuple[str, bytes]:
     """The request line (without its newline) and the binary frame that follows it (b"" without one)."""
+    line, payload = request_parts(request_id, call, trace, frame=frame)
+    return line, bytes(payload)
+
+
+def request_parts(
+    request_id: int, call: Call | CallInputs, trace: bool, *, frame: bool = False
+) -> tuple[str, memoryview | bytes]:
+    """encode_request's line and its frame as a view of the call's words (no copy of a large row)."""
     if isinstance(call, CallInputs):
         call = Call(call)
     inputs = call.inputs
@@ -257,10 +268,11 @@ def encode_request(
     if call.fmt != "binary32":
         obj["format"] = call.fmt
     words = call.logit_words()
-    payload = b""
+    payload: memoryview | bytes = b""
     if frame:
-        payload = np.ascontiguousarray(words, dtype="<u4" if words.dtype.itemsize == 4 else "<u2").tobytes()
-        obj["frame"] = len(payload)
+        contiguous: Any = np.ascontiguousarray(words, dtype="<u4" if words.dtype.itemsize == 4 else "<u2")
+        payload = memoryview(contiguous).cast("B")
+        obj["frame"] = payload.nbytes
     else:
         obj["logits"] = [words_hex(row) for row in words]
     obj.update(

@@ -86,7 +86,9 @@ class SubjectProcess:
         )
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self._units: queue.Queue[Any] = queue.Queue()
-        self._writes: queue.Queue[tuple[bytes, threading.Event, list[BaseException]] | None] = queue.Queue()
+        self._writes: queue.Queue[
+            tuple[tuple[bytes | memoryview, ...], threading.Event, list[BaseException]] | None
+        ] = queue.Queue()
         self._read_unit = read_unit
         self._writing = threading.Event()
         self.dead: str | None = None
@@ -117,14 +119,16 @@ class SubjectProcess:
             job = self._writes.get()
             if job is None:
                 return
-            data, done, errors = job
+            parts, done, errors = job
             self._writing.set()
             try:
-                stdin.write(data)
+                for part in parts:
+                    stdin.write(part)
                 stdin.flush()
             except (OSError, ValueError) as exc:
                 errors.append(exc)
             self._writing.clear()
+            job = parts = None  # type: ignore[assignment]  # the written buffers are the caller's again
             done.set()
 
     def _relay(self) -> None:
@@ -179,16 +183,16 @@ class SubjectProcess:
         tail = [s for s in list(self.stderr_tail)[-lines:] if s.strip()]
         return f"; its last standard error: {clip(' | '.join(tail), 600)}" if tail else ""
 
-    def send(self, data: bytes) -> None:
-        """Write ``data`` to the process's input within the timeout."""
+    def send(self, *parts: bytes | memoryview) -> None:
+        """Write ``parts`` to the process's input, in order, within the timeout."""
         if self.dead is not None:
             raise SubjectGoneError(self.dead)
         done, errors = threading.Event(), []  # type: ignore[var-annotated]
-        self._writes.put((data, done, errors))
+        self._writes.put((parts, done, errors))
         if not done.wait(self.timeout):
+            size = sum(memoryview(p).nbytes for p in parts)
             raise self._fail(
-                f"{self.name} stopped reading its input: {len(data):,} bytes not taken within"
-                f" {self.timeout:g} s"
+                f"{self.name} stopped reading its input: {size:,} bytes not taken within {self.timeout:g} s"
             )
         if errors:
             raise self._fail(f"{self.name} closed its input ({errors[0]}); {self._exit_text()}")

@@ -191,6 +191,7 @@ class BulkResult:
     rows: int = 0
     calls: int = 0
     workers: int = 1  # processes computing the expected outputs
+    profile: str = ""  # the deployment profile (--shapes), empty for the whole stream
     differing_rows: int = 0
     failed_calls: int = 0  # calls that gave no outputs
     seconds: float = 0.0
@@ -214,6 +215,7 @@ class BulkResult:
             "rows": self.rows,
             "calls": self.calls,
             "workers": self.workers,
+            "profile": self.profile,
             "differing_rows": self.differing_rows,
             "failed_calls": self.failed_calls,
             "seconds": round(self.seconds, 2),
@@ -609,7 +611,7 @@ def _check_rows(impl: ImplementationReport) -> list[list[str]]:
                 "bulk",
                 f"{b.rows - b.differing_rows}/{b.rows}",
                 f"{b.calls:,} calls, seed {b.seed}, {b.seconds:.1f} s ({b.rows_per_s:,.0f} rows/s,"
-                f" {b.workers} reference workers)",
+                f" {b.workers} reference workers)" + (f", shapes {b.profile}" if b.profile else ""),
             ]
         )
     e = impl.exp_sweep

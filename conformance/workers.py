@@ -2,10 +2,14 @@
 outputs and the exp sweep's expected values. Workers run only the runner's own code (a subject runs
 in its host, conformance/host.py).
 
-Workers are spawned (not forked: the parent may hold state that must not be copied into a child) and
-import ``dyadic24`` from the runner's own package: the package root is put first on the path they
-inherit, so a folder ``./dyadic24`` beside the user is never what computes the expected values.
-They leave SIGINT to the runner, which ends them (``terminate``) when the run is stopped.
+Each worker is a spawned process (not forked: the parent may hold state that must not be copied into
+a child) with a pipe of its own: chunk k goes to worker k mod N, and each worker answers its chunks in
+order, so results come back in task order without any lock shared between processes. That is why
+this is not multiprocessing.Pool: Pool.terminate() takes its task queue's lock, which an idle worker
+holds while it waits for a task, and a run stopped by SIGTERM hung there on an H100 (2026-12-06). Here
+stopping is killing the processes. Workers import ``dyadic24`` from the runner's own package (its
+root is put first on the path they inherit), so a folder ``./dyadic24`` beside the user is never what
+computes the expected values; they leave SIGINT to the runner.
 """
 
 from __future__ import annotations
@@ -13,15 +17,17 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import traceback
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable
 from itertools import islice
-from multiprocessing.pool import AsyncResult
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+IN_FLIGHT = 4  # chunks queued per worker by default (enough to hide the pipe's latency)
 
 
 def default_workers() -> int:
@@ -42,16 +48,28 @@ def _package_first() -> None:
         sys.path.insert(0, root)
 
 
-def _start(initializer: Callable[..., object] | None, initargs: tuple[Any, ...]) -> None:
+def _serve(conn: Connection, initializer: Callable[..., object] | None, initargs: tuple[Any, ...]) -> None:
     from dyadic24.conformance.stop import ignore_in_worker
 
     ignore_in_worker()
     if initializer is not None:
         initializer(*initargs)
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        func, chunk = job
+        try:
+            conn.send(("ok", [func(t) for t in chunk]))
+        except BaseException:
+            conn.send(("error", traceback.format_exc(limit=8)))
 
 
-def _run_chunk(func: Callable[[T], R], chunk: Sequence[T]) -> list[R]:
-    return [func(t) for t in chunk]
+class WorkerError(RuntimeError):
+    """A reference worker failed or died (a bug of the runner, not a finding about the subject)."""
 
 
 def ordered_map(
@@ -62,14 +80,11 @@ def ordered_map(
     initializer: Callable[..., object] | None = None,
     initargs: tuple[Any, ...] = (),
     chunk: int = 1,
+    depth: int = IN_FLIGHT,
 ) -> Generator[R]:
     """func over tasks (any iterable, taken lazily) in ``workers`` spawned processes, results in task
-    order, ``chunk`` tasks to a message, at most 4 x workers messages in flight. A consumer that stops
-    early (the kill matrix stops at the first differing row) closes the pool gracefully: the tasks in
-    flight finish and the workers exit; a run stopped by a signal or an error terminates them at once.
-    (A ``with Pool`` block left inside a suspended generator terminates the pool from wherever the
-    generator is collected; a kill-matrix run sat idle for 20 minutes after such an early stop, one
-    worker defunct, on 2026-12-02.)"""
+    order, ``chunk`` tasks to a message. Closing the generator early (the kill matrix stops at the
+    first differing row), a signal or an error ends every worker at once."""
     it = iter(tasks)
     if workers <= 1:
         if initializer is not None:
@@ -78,28 +93,47 @@ def ordered_map(
         return
     _package_first()
     ctx = multiprocessing.get_context("spawn")
-    pool = ctx.Pool(workers, initializer=_start, initargs=(initializer, initargs))
-    pending: deque[AsyncResult[list[R]]] = deque()
-    graceful = False
+    procs: list[Any] = []
+    conns: list[Connection] = []
     try:
+        for _ in range(workers):
+            here, there = ctx.Pipe()
+            p = ctx.Process(target=_serve, args=(there, initializer, initargs), daemon=True)
+            p.start()
+            there.close()
+            procs.append(p)
+            conns.append(here)
+        outstanding: list[deque[int]] = [deque() for _ in range(workers)]
+        sent = received = 0
+        done = False
         while True:
-            while len(pending) < 4 * workers:
+            while not done and sent - received < depth * workers:
                 part = list(islice(it, chunk))
                 if not part:
+                    done = True
                     break
-                pending.append(pool.apply_async(_run_chunk, (func, part)))
-            if not pending:
+                conns[sent % workers].send((func, part))
+                outstanding[sent % workers].append(sent)
+                sent += 1
+            if received == sent:
                 break
-            yield from pending.popleft().get()
-        graceful = True
-    except GeneratorExit:
-        graceful = True
-        raise
+            w = received % workers
+            try:
+                kind, payload = conns[w].recv()
+            except (EOFError, OSError) as exc:
+                raise WorkerError(f"reference worker {w} died ({procs[w].exitcode})") from exc
+            outstanding[w].popleft()
+            received += 1
+            if kind != "ok":
+                raise WorkerError(f"reference worker {w} failed:\n{payload}")
+            yield from payload
+        for c in conns:
+            c.send(None)
     finally:
-        from dyadic24.conformance.stop import requested
-
-        if graceful and not requested():
-            pool.close()
-        else:
-            pool.terminate()
-        pool.join()
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        for p in procs:
+            p.join(timeout=5)
+        for c in conns:
+            c.close()

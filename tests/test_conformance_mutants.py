@@ -25,7 +25,7 @@ from dyadic24.vectors import store
 REPO = Path(__file__).resolve().parent.parent
 # The fixed clause numbers of the rule (clauses 2-9) a mutant may break.
 RULE_CLAUSES = {
-    "2.1", "2.3", "2.4", "3.1", "3.2", "3.3", "4.1", "5.1", "5.2", "5.3", "6.1", "6.2",
+    "1.2", "2.1", "2.3", "2.4", "3.1", "3.2", "3.3", "4.1", "5.1", "5.2", "5.3", "6.1", "6.2",
     "7.1", "7.2", "7.3", "8.1", "9.1", "9.2", "9.3", "9.4", "9.5",
 }  # fmt: skip
 REQUIRED = {
@@ -34,6 +34,7 @@ REQUIRED = {
     "remainder_highest_count", "ties_higher_id", "negzero_below_poszero", "nan_as_neg_inf", "pos_inf_ok",
     "batch_failure", "support_by_logit", "philox_counter_swapped", "u_low_bits", "no_domain_key",
     "slots_skip_neg_inf", "philox_mulhi_double", "p_reciprocal", "tiled_softmax", "tiled_merge_reversed",
+    "binary16_ftz",
 }  # fmt: skip
 
 
