@@ -8,24 +8,25 @@ variants are those the default plans launch on an H200 (propose.tile_options / m
 plan as a GPU derives it: the bitonic ordering, the polling merge; pointers and V specialised as a
 launch on a vocabulary that is a multiple of 16 specialises them); by default the binary32 tile kernels
 of the three default tiles (two parts, three parts, and one part as a plan's choice) and the other
-logit formats' default tiles, and the binary32 merge with and without
-trace; --all adds the other formats' merges and big tiles, the traced tile, and the shapes whose merge
+logit formats' two default tiles (the 16-bit tile of 8,192 and of 16,384), and the binary32 merge with
+and without trace; --all adds the other formats' merges, the traced tile, and the shapes whose merge
 does not poll (more than 64 tiles), has no pool (more than 128) or one tile. The tile kernel's only
-floating-point instructions are binary32 comparisons, the NaN-propagating maximum max.NaN.f32, the
-widening cvt.f32.f16 of binary16 logits and selects (TILE_ALLOWED: they round nothing), none in a
-flush-to-zero form; the merge kernel uses only the kinds listed in MERGE_ALLOWED, no flush-to-zero form
-but libdevice's abs.ftz.f32, and a fixed recipe: clause 5 as a binary64 (or, in the hardware path of
-clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec B.6) subtraction, IEEE binary64 divisions
-(7.1 and clause5_hw_jit's RN64(1 / tau)), binary64 exps of 14 fma + 1 mul each (libdevice's in the
-exact fallback, clause5_hw_jit.exp64 in the hardware path, which adds its clamp max.f64, its
-integral k's cvt.rzi.s64.f64 and the product d * rtau: one each per copy), one exact product
-p * 2^24 per truncating conversion (7.2), and at least 5 binary64 additions (the clause-6.2 tree, a
-butterfly: each lane adds its node's partner at each of the 5 levels): so no product of the rule
+floating-point instructions are binary32 and 16-bit comparisons, NaN-propagating maxima (max.NaN of
+binary32 values and of 16-bit ones, packed in pairs or not), the widening cvt.f32.f16 / cvt.f32.bf16 of
+16-bit logits, the 16-bit tile's narrowing of its bound (a binary16 value) and selects (TILE_ALLOWED:
+they round nothing), none in a flush-to-zero form; the merge kernel uses only the kinds listed in
+MERGE_ALLOWED, no flush-to-zero form but libdevice's abs.ftz.f32, and a fixed recipe: clause 5 as a
+binary64 (or, in the hardware path of clause5_hw_jit, the equivalent narrowed IEEE sub.f32, spec B.6)
+subtraction, IEEE binary64 divisions (7.1 and clause5_hw_jit's RN64(1 / tau)), binary64 exps of 14 fma +
+1 mul each (libdevice's in the exact fallback, clause5_hw_jit.exp64 in the hardware path, which adds its
+clamp max.f64, its integral k's cvt.rzi.s64.f64 and the product d * rtau: one each per copy), one exact
+product p * 2^24 per truncating conversion (7.2), and at least 5 binary64 additions (the clause-6.2
+tree, a butterfly: each lane adds its node's partner at each of the 5 levels): so no product of the rule
 outside the exps was contracted into an fma and no approximate instruction (div.full / div.approx /
-rcp.approx / ex2.approx) appears anywhere. The
-remaining binary32 compares come from libdevice's binary64 exp, which tests the high word of its
-argument as a float (harmless for |z| >= 2^-149; the exhaustive sweep covers it), and from comparisons
-of z that LLVM narrows to binary32 (exact: z is a binary32 value).
+rcp.approx / ex2.approx) appears anywhere. The remaining binary32 compares come from libdevice's
+binary64 exp, which tests the high word of its argument as a float (harmless for |z| >= 2^-149; the
+exhaustive sweep covers it), and from comparisons of z that LLVM narrows to binary32 (exact: z is a
+binary32 value).
 Must run in a process where the kernel modules are not yet imported in interpreter mode.
 """
 
@@ -54,9 +55,15 @@ MERGE_ALLOWED = {
     "cvt.rn.f32.f64", "cvt.rzi.s32.f64", "abs.ftz.f32", "max.f64", "max.f32", "cvt.rzi.s64.f64",
 }  # fmt: skip
 # The tile kernel compares binary32 logits, takes their NaN-propagating maximum, selects and widens
-# binary16 logits (tile_jit._tile_fast, _widen): exact, as long as no flush-to-zero form appears (a
-# subnormal would compare equal to zero, or be widened to it).
-TILE_ALLOWED = {"max.NaN.f32", "cvt.f32.f16", "selp.f32"}
+# binary16 logits (tile_jit._tile_fast, select_jit.widen_i32); the 16-bit tile (tile16_jit) compares
+# 16-bit logits and takes their NaN-propagating maxima in their own format, packed in pairs or not,
+# widens them (cvt.f32.bf16 / cvt.f32.f16) and narrows its bound, a widened binary16 value, back
+# (cvt.rn.f16.f32): all exact, as long as no flush-to-zero form appears (a subnormal would compare
+# equal to zero, or be widened to it). (Comparisons, setp.<op>.<type>, are admitted by audit_tile.)
+TILE_ALLOWED = {
+    "max.NaN.f32", "cvt.f32.f16", "selp.f32", "max.NaN.bf16", "max.NaN.bf16x2", "max.NaN.f16",
+    "max.NaN.f16x2", "cvt.f32.bf16", "cvt.rn.f16.f32",
+}  # fmt: skip
 EXP_FMA = 14  # a binary64 exp (libdevice's, clause5_hw_jit.exp64): 14 fma + 1 mul
 APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "lg2.approx", "tanh.approx")
 
@@ -64,7 +71,8 @@ APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "
 # Tile variants whose sm_90 SASS must issue every 16-byte logits load of a thread before the first
 # use of any of them (tile_jit._tile_bits): without it ptxas issued some of a thread's loads only
 # after the first ones' data had arrived, DRAM round trips in a row (DESIGN.md "Tile selection").
-LOAD_BATCH_AUDIT = ("tile/src0", "tile/src0/big", "tile/src0/three-part", "tile/src0/one-part")
+LOAD_BATCH_AUDIT = ("tile/src0", "tile/src0/big", "tile/src0/three-part", "tile/src0/one-part", "tile/src1",
+                    "tile/src1/big", "tile/src2", "tile/src2/big")  # fmt: skip
 SMS = 132  # an H200's SMs: the stagger's slots in the compiled variants
 
 
@@ -152,19 +160,20 @@ def cubin_tool(compiled: Any, tool: str, *args: str) -> str | None:
 
 
 def float_ops(ptx: str) -> Counter[str]:
-    """Floating-point PTX instructions (loads, stores and moves excluded) and their counts."""
+    """Floating-point PTX instructions (loads, stores and moves excluded) and their counts, packed pairs
+    (.f16x2, .bf16x2) included."""
     ops: Counter[str] = Counter()
     for m in re.finditer(r"^\s*([a-z][a-z0-9]*(?:\.[A-Za-z0-9]+)*)\s", ptx, re.MULTILINE):
         op = m.group(1)
-        if re.search(r"\.(f16|bf16|f32|f64)\b", op) and not op.startswith(("ld.", "st.", "mov.")):
+        if re.search(r"\.(f16|bf16|f32|f64)(x2)?\b", op) and not op.startswith(("ld.", "st.", "mov.")):
             ops[op] += 1
     return ops
 
 
 def audit_tile(name: str, ops: Counter[str]) -> list[str]:
-    """Problems with a tile kernel's float instructions: binary32 comparisons and TILE_ALLOWED only,
-    none flushing subnormals to zero."""
-    compares = {op for op in ops if re.fullmatch(r"setp\.[a-z]+\.f32", op)}
+    """Problems with a tile kernel's float instructions: binary32 and 16-bit comparisons (packed or not)
+    and TILE_ALLOWED only, none flushing subnormals to zero."""
+    compares = {op for op in ops if re.fullmatch(r"setp\.[a-z]+\.(f32|f16|bf16)(x2)?", op)}
     unexpected = sorted(set(ops) - TILE_ALLOWED - compares)
     return [f"{name}: unexpected float instructions in the tile kernel {unexpected}"] if unexpected else []
 
@@ -232,15 +241,15 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     # tagged, the pool's runs; B = 64: staggered, Triton's top-k in the pool; B = 8 at
     # V = 200,000: 200 tiles, staggered, the pool's runs; V = 600,000: 74 tiles, untagged;
     # V = 2,000,000: 245 tiles, no pool; V = 4,096: one tile. "/one-part": a plan's tile of 4,096;
-    # "/three-part": B = 8 at V = 163,840, the default's TILE_3 (uncapped)
+    # "/three-part": B = 8 at V = 163,840, the default's TILE_3 (uncapped); 16-bit "/big": the 16-bit
+    # tile of 16,384 (B = 1: of 8,192)
     default, big, staggered, three = (1, 163_840), (64, 163_840), (8, 200_000), (8, 163_840)
     tiles = [(0, "", default, False), (0, "/big", big, False), (0, "/stagger", staggered, False),
              (0, "/three-part", three, False), (0, "/one-part", default, False), (1, "", default, False),
-             (2, "", default, False)]  # fmt: skip
+             (2, "", default, False), (1, "/big", big, False), (2, "/big", big, False)]  # fmt: skip
     merges = [(0, "", default, trace) for trace in (False, True)]
     if everything:
-        tiles += [(1, "/big", big, False), (2, "/big", big, False), (0, "/untagged", (1, 600_000), False),
-                  (0, "/trace", default, True)]  # fmt: skip
+        tiles += [(0, "/untagged", (1, 600_000), False), (0, "/trace", default, True)]
         merges += [(src, "", default, trace) for src in (1, 2) for trace in (False, True)]
         merges += [
             (0, suffix, shape, trace)
@@ -300,7 +309,8 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
         problems: list[str] = []
         if name in LOAD_BATCH_AUDIT:
             sass = cubin_tool(compiled, "nvdisasm", "-c")
-            want = consts["TILE"] // (int(tile_jit.NT.value) * 4)  # binary32: 4 per 16-byte load
+            per_load = 4 if consts["SRC"] == 0 else 8  # (elements per 16-byte load)
+            want = consts["TILE"] // (int(tile_jit.NT.value) * per_load)
             got = None if sass is None else batched_wide_loads(sass)
             batched[name] = {"wide_loads_before_first_use": got, "per_thread": want}
             if got is not None and got < want:

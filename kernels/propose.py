@@ -42,6 +42,9 @@ TILE = 4096  # the largest tile selected in one part; a plan's choice (default b
 BIG_TILE = 8192
 BIG_TILE_MAXNREG = 128  # BIG_TILE's register cap for binary32 logits: four programs per SM
 BIG_TILE_MAXNREG_16 = 96  # and for 16-bit logits (half the bytes per thread): five per SM
+# 16-bit logits where their programs fill the SMs: the 16-bit tile (tile16_jit) of BIG_TILE's bytes,
+# in four parts, at BIG_TILE_MAXNREG (its 64 registers of packed logits per thread)
+BIG_TILE_16 = 16384
 TILE_UNCAPPED_PROGRAMS = 256  # a tile of TILE runs uncapped up to this many programs (two per SM)
 TILE_MAXNREG = 64  # and at this cap above them (eight per SM)
 TILE_WARPS = int(tile_jit.WARPS.value)  # warps per tile program
@@ -85,7 +88,8 @@ class Plan:
     before it loads (timing only; never under the interpreter). ``pool_run`` (a power of two, at most
     the pool's keys per tile): the merge's pool top 32 takes aligned runs of this many lanes as
     bitonic (select_jit.top32_runs; each pair's lanes are one such run, and so is any aligned part
-    of it); 1 assumes nothing (default_pool_run).
+    of it); 1 assumes nothing (default_pool_run). ``select16``: 16-bit logits in power-of-two tiles of
+    1,024 to 16,384 take the 16-bit tile (tile16_jit) instead of the binary32 one on their widening.
     """
 
     batch: int
@@ -99,6 +103,7 @@ class Plan:
     stagger: int | None
     stagger_wave: int
     pool_run: int
+    select16: bool = True
 
     @staticmethod
     def for_shape(
@@ -111,11 +116,12 @@ class Plan:
         stagger_wave: int | None = None,
         itemsize: int = 4,
         sms: int | None = None,
+        select16: bool = True,
     ) -> Plan:
         """The default plan for [batch, vocab] logits of ``itemsize`` bytes on this backend: ``tile``
         default_tile on ``sms`` SMs (None: the current CUDA device's, else H200_SMS), ``maxnreg`` (0)
         default_maxnreg, ``stagger_wave`` the programs one SM holds at the cap (at most
-        STAGGER_WAVE); ``pdl`` and ``poll`` from the device."""
+        STAGGER_WAVE); ``pdl`` and ``poll`` from the device; ``select16`` as given."""
         if tile is None:
             tile = default_tile(batch, vocab, itemsize, _plan_sms() if sms is None else sms)
         if (tile < 32 or tile & (tile - 1) or tile > MAX_TILE) and tile != TILE_3:
@@ -131,8 +137,9 @@ class Plan:
         pdl = _pdl_device()
         run = default_pool_run(batch, n_tiles)
         return Plan(
-            batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave, run
-        )
+            batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave, run,
+            select16,
+        )  # fmt: skip
 
     @property
     def pool_shape(self) -> tuple[int, int]:
@@ -195,9 +202,10 @@ def default_tile(batch: int, vocab: int, itemsize: int, sms: int) -> int:
     under BIG_TILE; else BIG_TILE. At V = 163,840 on an H200: B = 7-9 and 14-18 (BIG_TILE puts two or
     three programs on some SMs, TILE_3 one or two); measured there 0.4-2.1 us per depth 5 faster
     sampled, greedy rows up to 2.9 us slower (DESIGN.md "Tile size, warps and registers": "The
-    default tile")."""
+    default tile"). 16-bit logits: BIG_TILE_16 where its programs give every SM one at least (B >= 14
+    at V = 163,840 on an H200), else BIG_TILE (DESIGN.md "The 16-bit tile")."""
     if itemsize != 4:
-        return BIG_TILE
+        return BIG_TILE_16 if batch * -(-vocab // BIG_TILE_16) >= sms else BIG_TILE
     big = batch * -(-vocab // BIG_TILE)
     three = batch * -(-vocab // TILE_3)
     fewer = -(-three // sms) < -(-big // sms)
@@ -215,12 +223,12 @@ def _plan_sms() -> int:
 def default_maxnreg(programs: int, tile: int = TILE, itemsize: int = 4) -> int | None:
     """The tile kernel's default register cap: none for TILE_3 (it is the default only where its
     programs fit at once uncapped); for other tiles above TILE, BIG_TILE_MAXNREG for binary32 logits
-    and BIG_TILE_MAXNREG_16 for 16-bit ones; else TILE_MAXNREG above TILE_UNCAPPED_PROGRAMS programs
-    (more programs per SM), else none."""
+    and for tiles above BIG_TILE, BIG_TILE_MAXNREG_16 for 16-bit ones of BIG_TILE; else TILE_MAXNREG
+    above TILE_UNCAPPED_PROGRAMS programs (more programs per SM), else none."""
     if tile == TILE_3:
         return None
     if tile > TILE:
-        return BIG_TILE_MAXNREG if itemsize == 4 else BIG_TILE_MAXNREG_16
+        return BIG_TILE_MAXNREG if itemsize == 4 or tile > BIG_TILE else BIG_TILE_MAXNREG_16
     return TILE_MAXNREG if programs > TILE_UNCAPPED_PROGRAMS else None
 
 
@@ -459,7 +467,8 @@ def tile_options(
     return {
         "TILE": plan.tile, "SRC": src, "TRACE": trace, "BY_COUNT": plan.by_count, "TAGGED": plan.tags,
         "PDL": pdl, "WAIT": wait, "STAGGER": stagger, "SLOTS": slots if stagger else 1,
-        "WAVE": stagger_slots(plan, slots) if stagger else STAGGER_WAVE, "num_warps": TILE_WARPS,
+        "WAVE": stagger_slots(plan, slots) if stagger else STAGGER_WAVE, "SEL16": plan.select16,
+        "num_warps": TILE_WARPS,
         **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         **({"launch_pdl": True} if wait else {}),
     }  # fmt: skip

@@ -1,11 +1,16 @@
 # mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
-"""Integer selection helpers shared by the tile and merge stages (clauses 1.2, 3.1, 3.2).
+"""Selection helpers shared by the tile and merge stages (clauses 1.2, 3.1, 3.2).
 
 A key is the clause-3.1 order of one token as an int64: (value key << 32) + (2^32 - 1 - ID), unique
 within a row, so that a larger key precedes (a larger value, or an equal value and a smaller ID);
 KEY_PAD lies below every real key. The value key (value_key32) is an order-preserving int32 image of
 the binary32 logit. Every count, rank, maximum and sum here is an integer reduction: exact in any
-lane order, so the selection's result never depends on how Triton lays lanes out.
+lane order, so the selection's result never depends on how Triton lays lanes out; the one float
+reduction, the tiles' NaN-propagating maximum (reduce_max_nan), is exact in any order too.
+
+The 16-bit tile (tile16_jit) orders 32-bit words instead: (value_key16 << 16) + (2^16 - 1 - index in
+the tile), the same order as the keys of the widened values (clause 1.2's widening is monotone and
+exact), in one int32 compare.
 """
 
 from dyadic24.kernels.backend import select_backend
@@ -15,7 +20,7 @@ select_backend()
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from dyadic24.kernels.ieee_jit import KEY_PAD, SRC_BF16, SRC_F32, widen_bits32  # noqa: E402
+from dyadic24.kernels.ieee_jit import KEY_PAD, SRC_BF16, SRC_F16, SRC_F32, widen_bits32  # noqa: E402
 
 K_C = tl.constexpr(32)  # clause 3.2: at most 32 candidates
 INT32_MIN = tl.constexpr(-(1 << 31))
@@ -25,6 +30,7 @@ SK_NEG_INF = tl.constexpr(-2139095041)  # value key of -inf (0xFF800000 ^ 0x7FFF
 PACK = tl.constexpr(16)  # two counts < 2^15 share one int32 reduction (low: strict, high: ties)
 PACK_MASK = tl.constexpr(0xFFFF)
 PACK_LIMIT = tl.constexpr(1 << 15)
+WORD_PAD = tl.constexpr(-(1 << 31))  # below every 16-bit tile word (whose low half is >= 2^16 - 2^14)
 
 
 @triton.jit
@@ -46,6 +52,44 @@ def bits_i32(raw, SRC: tl.constexpr):
 
 
 @triton.jit
+def widen_i32(raw, SRC: tl.constexpr):
+    """The tiles' widening of loaded integer views to binary32 patterns as int32 (clause 1.2): bits_i32,
+    but binary16 by the hardware's conversion (cvt.f32.f16, no flush-to-zero form: aot_check's audit),
+    one instruction instead of the integer routine's ~50. Exact for every binary16 value, subnormals
+    included; a NaN stays a NaN with its payload perhaps quieted, which no output can see: the tiles
+    only compare and take NaN-propagating maxima of what they widen here (whose NaN is canonical), and
+    the column-group tile's selected elements are reloaded and widened by bits_i32 (DESIGN.md "Tile
+    selection": "Comparisons, not keys, per element")."""
+    if SRC == SRC_F16:
+        out = raw.to(tl.float16, bitcast=True).to(tl.float32).to(tl.int32, bitcast=True)
+    else:
+        out = bits_i32(raw, SRC)
+    return out
+
+
+@triton.jit
+def max_nan(a, b):
+    """The binary32 maximum that returns NaN when either operand is NaN (max.NaN.f32 on the GPU,
+    numpy's maximum under the interpreter): a column's maximum is NaN exactly when it holds a NaN."""
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def reduce_max_nan(x, axis: tl.constexpr, BY_COUNT: tl.constexpr):
+    """The NaN-propagating maximum (max_nan) of x along axis: a reduction with max_nan on the GPU;
+    with BY_COUNT (the interpreter's plan) tl.max and a NaN test per slice, the same maxima: the
+    interpreter runs a reduction with a jit combine element by element in Python (5x slower on the
+    accumulated stream of clause 13.2) and its tl.max ignores NaN."""
+    if BY_COUNT:
+        m = tl.max(x, axis)
+        nan = tl.full(m.shape, 0x7FC00000, tl.int32).to(tl.float32, bitcast=True)
+        m = tl.where(tl.max((x != x).to(tl.int32), axis) != 0, nan, m)  # noqa: PLR0124
+    else:
+        m = tl.reduce(x, axis, max_nan)
+    return m
+
+
+@triton.jit
 def value_key32(b):
     """The high word of a key (clause 3.1): an order-preserving int32 image of the binary32 value, -0
     canonicalised to +0 so that the two zeros tie. Negative patterns flip their 31 low bits (one xor
@@ -61,6 +105,24 @@ def key_value32(k):
     every key it gives (a negative pattern keeps its sign bit), and key 0 gives +0. The tile compares
     logits with a bound as binary32 values, which orders them as their keys do (-0 == +0 in both)."""
     return (k ^ ((k >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def value_key16(h):
+    """value_key32 for 16-bit patterns (int16 bfloat16 / binary16), as int32 in [-2^15, 2^15): the
+    same map on 16 bits (negative patterns flip their 15 low bits, -0 lands on -1 and becomes 0), so
+    it orders the patterns as value_key32 orders their exact binary32 widenings (clause 1.2), -0 and
+    +0 tied (clause 3.1)."""
+    w = h.to(tl.int32)  # (sign-extended: the xor below then keeps the sign)
+    k = w ^ ((w >> 31) & 0x7FFF)
+    return tl.where(k == -1, 0, k)
+
+
+@triton.jit
+def key_value16(k):
+    """The 16-bit pattern (int16) whose value_key16 is k (value_key16 is its own inverse on the keys it
+    gives; key 0 gives +0)."""
+    return (k ^ ((k >> 31) & 0x7FFF)).to(tl.int16)
 
 
 @triton.jit
@@ -120,6 +182,23 @@ def top32(flat, BY_COUNT: tl.constexpr):
         best = tl.where(l32 < tl.sum(real.to(tl.int32)), best, KEY_PAD)
     else:
         best = tl.topk(flat, K_C)
+    return best
+
+
+@triton.jit
+def top32_words(words, BY_COUNT: tl.constexpr):
+    """The 32 largest int32 words of a power-of-two-long vector (>= 32), descending, WORD_PAD past the
+    real ones: top32 on 32-bit words (the 16-bit tile's), one int32 compare and exchange per step of
+    Triton's top-k where int64 keys take two."""
+    if BY_COUNT:
+        real = words != WORD_PAD
+        rank = rank_desc(words, real)
+        l32 = tl.arange(0, K_C)
+        hit = real[:, None] & (rank[:, None] == l32[None, :])
+        best = tl.sum(tl.where(hit, words[:, None], 0), axis=0)  # one nonzero term per lane: exact
+        best = tl.where(l32 < tl.sum(real.to(tl.int32)), best, WORD_PAD)
+    else:
+        best = tl.topk(words, K_C)
     return best
 
 

@@ -28,7 +28,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # noqa: E402
 
-from dyadic24.kernels.ieee_jit import F32_POS_INF, KEY_PAD, SRC_F16, SRC_F32  # noqa: E402
+from dyadic24.kernels.ieee_jit import F32_POS_INF, KEY_PAD, SRC_F32  # noqa: E402
 from dyadic24.kernels.select_jit import (  # noqa: E402
     INT32_MAX,
     INT32_MIN,
@@ -36,20 +36,23 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     SK_NEG_INF,
     SK_POS_INF,
     bit_index,
-    bits_i32,
     count_pair,
     key_value32,
     kth32_smallest,
     kth32_value,
     load_bits_i32,
+    max_nan,
     popc32,
     rank_desc,
+    reduce_max_nan,
     scan_pair,
     top32,
     top32_extract,
     value_key32,
+    widen_i32,
 )
 from dyadic24.kernels.tags_jit import row_tags  # noqa: E402
+from dyadic24.kernels.tile16_jit import tile16  # noqa: E402
 
 # benchmarks/DESIGN.md "Tile size, warps and registers" and "Tile selection":
 WARPS = tl.constexpr(4)  # warps per tile program
@@ -58,6 +61,7 @@ GROUPS = tl.constexpr(128)  # _part_ranked's strided groups (the 32nd largest ma
 CAP = tl.constexpr(64)  # _part_ranked's compaction slots (more above its bound: 32 successive maxima)
 FCAP = tl.constexpr(128)  # _tile_fast's compaction slots (more: _parts_fallback); the workspace's row width
 SMALL_SEL = tl.constexpr(64)  # _tile_fast orders at most this many selected elements in 64 lanes
+MAX_TILE16 = tl.constexpr(16384)  # the 16-bit tile's largest (tile16_jit: indices in 14 bits)
 
 
 # V is specialised (a vocabulary that is a multiple of 16 is known to give 64-byte aligned rows, so
@@ -83,6 +87,7 @@ def tile_kernel(
     STAGGER: tl.constexpr,
     SLOTS: tl.constexpr,
     WAVE: tl.constexpr,
+    SEL16: tl.constexpr,
 ):
     """Per (row, tile), program (tile, y, z) of a grid (n_tiles, Y, Z) with row = y + z Y < n_rows
     (tile_grid): the tile's top 32 keys at cand[row, tile, :] (clauses 3.1, 3.2: descending,
@@ -97,7 +102,8 @@ def tile_kernel(
     launch of the stream's previous kernel and waits for that grid's end before anything else.
     STAGGER (ns, GPU only; timing, no output depends on it): SM slot g = pid // SLOTS of the first
     WAVE slots starts g * STAGGER ns late, so that the slots' loads reach the memory in turn
-    (DESIGN.md "Stagger")."""
+    (DESIGN.md "Stagger"). SEL16: 16-bit logits in a tile of 8 NT x 2^k take the 16-bit tile
+    (tile16_jit; DESIGN.md "The 16-bit tile")."""
     # (row and tile from the grid's axes, not pid // n_tiles: that division, ~30 dependent instructions
     # with a MUFU.RCP, delayed every program's first load; DESIGN.md "Two launches and the polling merge")
     tile = tl.program_id(0).to(tl.int64)
@@ -112,7 +118,7 @@ def tile_kernel(
     if row < n_rows:
         _tile_program(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, temp_ptr, V, pid, row, tile, TILE,
-            SRC, TRACE, BY_COUNT, TAGGED, STAGGER, SLOTS, WAVE,
+            SRC, TRACE, BY_COUNT, TAGGED, STAGGER, SLOTS, WAVE, SEL16,
         )  # fmt: skip
 
 
@@ -136,6 +142,7 @@ def _tile_program(
     STAGGER: tl.constexpr,
     SLOTS: tl.constexpr,
     WAVE: tl.constexpr,
+    SEL16: tl.constexpr,
 ):
     """tile_kernel's program of a row of the batch."""
     if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime)
@@ -145,7 +152,16 @@ def _tile_program(
     if not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
     _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
-    if TILE >= 8 * NT and (TILE <= 64 * NT or TILE == 96 * NT):
+    if SEL16 and SRC != SRC_F32 and TILE >= 8 * NT and TILE <= MAX_TILE16 and (TILE & (TILE - 1)) == 0:
+        over = tile16(
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
+            TILE, SRC, BY_COUNT, NT, FCAP, SMALL_SEL,
+        )  # fmt: skip
+        if over:  # (its flags are stored)
+            _parts_fallback_call(
+                logits_ptr, cand_ptr, scratch_ptr + pid * FCAP, pid, row, tile, V, ktag, TILE, SRC, BY_COUNT
+            )
+    elif TILE >= 8 * NT and (TILE <= 64 * NT or TILE == 96 * NT):
         _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
             TILE, SRC, BY_COUNT,
@@ -233,11 +249,11 @@ def _tile_fast(
     # of them before it; reducing one part first left the next part's loads behind the first's data)
     xm = x
     if PARTS >= 2:
-        xm = _max_nan(x, x2)
+        xm = max_nan(x, x2)
     if PARTS == 3:
-        xm = _max_nan(xm, x3)
-    cmax = _reduce_max_nan(xm, 0, BY_COUNT)
-    gmax_f = _reduce_max_nan(tl.reshape(cmax, [NT, GW]), 1, BY_COUNT)
+        xm = max_nan(xm, x3)
+    cmax = reduce_max_nan(xm, 0, BY_COUNT)
+    gmax_f = reduce_max_nan(tl.reshape(cmax, [NT, GW]), 1, BY_COUNT)
     gmax = value_key32(gmax_f.to(tl.int32, bitcast=True))
     # clause 2.1: each column's flag word, then their maximum (one reduction): the bits' order is the
     # status precedence, so the row's status from the maximum over all words equals the status from
@@ -367,6 +383,15 @@ def _tile_part(
         _part_ranked(sk, inb, loc, gm, first_id, s_base + pid * CAP, out, ktag, TILE)
 
 
+@triton.jit(noinline=True)
+def _parts_fallback_call(logits_ptr, cand_ptr, s_row, pid, row, tile, V, ktag, TILE: tl.constexpr,
+                         SRC: tl.constexpr, BY_COUNT: tl.constexpr):  # fmt: skip
+    """_parts_fallback out of line (the 16-bit tile's): its registers and spills stay in its own frame,
+    so the common path's allocation does not carry them (inlined, ~100 spilled registers at a cap of 96,
+    some on the common path)."""
+    _parts_fallback(logits_ptr, cand_ptr, s_row, pid, row, tile, V, ktag, TILE, SRC, BY_COUNT)
+
+
 @triton.jit
 def _parts_fallback(logits_ptr, cand_ptr, s_row, pid, row, tile, V, ktag, TILE: tl.constexpr,
                     SRC: tl.constexpr, BY_COUNT: tl.constexpr):  # fmt: skip
@@ -455,60 +480,22 @@ def _tile_bits(base, loc, inb, inb2, inb3, full, PART: tl.constexpr, PARTS: tl.c
     the first ones' data, DRAM round trips in a row instead of one (aot_check audits the SASS). The
     same bits either way."""
     if full:
-        b = _widen(tl.load(base + loc), SRC)
+        b = widen_i32(tl.load(base + loc), SRC)
         b2 = b
         b3 = b
         if PARTS >= 2:
-            b2 = _widen(tl.load(base + PART + loc), SRC)
+            b2 = widen_i32(tl.load(base + PART + loc), SRC)
         if PARTS == 3:
-            b3 = _widen(tl.load(base + 2 * PART + loc), SRC)
+            b3 = widen_i32(tl.load(base + 2 * PART + loc), SRC)
     else:
-        b = tl.where(inb, _widen(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
+        b = tl.where(inb, widen_i32(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
         b2 = b
         b3 = b
         if PARTS >= 2:
-            b2 = tl.where(inb2, _widen(tl.load(base + PART + loc, mask=inb2, other=0), SRC), -8388608)
+            b2 = tl.where(inb2, widen_i32(tl.load(base + PART + loc, mask=inb2, other=0), SRC), -8388608)
         if PARTS == 3:
-            b3 = tl.where(inb3, _widen(tl.load(base + 2 * PART + loc, mask=inb3, other=0), SRC), -8388608)
+            b3 = tl.where(inb3, widen_i32(tl.load(base + 2 * PART + loc, mask=inb3, other=0), SRC), -8388608)
     return b, b2, b3
-
-
-@triton.jit
-def _widen(raw, SRC: tl.constexpr):
-    """The column-group tile's per-element widening to binary32 patterns (clause 1.2): bits_i32, but
-    binary16 by the hardware's conversion (cvt.f32.f16, no flush-to-zero form: aot_check's audit), one
-    instruction instead of the integer routine's ~50. Exact for every binary16 value, subnormals
-    included; a NaN stays a NaN with its payload perhaps quieted, which no output can see: per element
-    the tile only compares and takes NaN-propagating maxima (whose NaN is canonical), and the selected
-    elements are reloaded and widened by bits_i32 (DESIGN.md "Tile selection": "Comparisons, not keys,
-    per element")."""
-    if SRC == SRC_F16:
-        out = raw.to(tl.float16, bitcast=True).to(tl.float32).to(tl.int32, bitcast=True)
-    else:
-        out = bits_i32(raw, SRC)
-    return out
-
-
-@triton.jit
-def _max_nan(a, b):
-    """The binary32 maximum that returns NaN when either operand is NaN (max.NaN.f32 on the GPU,
-    numpy's maximum under the interpreter): a column's maximum is NaN exactly when it holds a NaN."""
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def _reduce_max_nan(x, axis: tl.constexpr, BY_COUNT: tl.constexpr):
-    """The NaN-propagating maximum (_max_nan) of x along axis: a reduction with _max_nan on the GPU;
-    with BY_COUNT (the interpreter's plan) tl.max and a NaN test per slice, the same maxima: the
-    interpreter runs a reduction with a jit combine element by element in Python (5x slower on the
-    accumulated stream of clause 13.2) and its tl.max ignores NaN."""
-    if BY_COUNT:
-        m = tl.max(x, axis)
-        nan = tl.full(m.shape, 0x7FC00000, tl.int32).to(tl.float32, bitcast=True)
-        m = tl.where(tl.max((x != x).to(tl.int32), axis) != 0, nan, m)  # noqa: PLR0124
-    else:
-        m = tl.reduce(x, axis, _max_nan)
-    return m
 
 
 @triton.jit

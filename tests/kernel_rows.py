@@ -104,17 +104,43 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
         return row
     if kind == "f16_subnormal_top":  # the 32 largest of the 1,023 positive binary16 subnormals lead
         row = (-1 - np.abs(rng.standard_normal(vocab))).astype(F32)
-        row[rng.choice(vocab, 1023, replace=False)] = np.arange(1, 1024, dtype=F32) * F32(2.0**-24)
+        n = min(vocab, 1023)
+        row[rng.choice(vocab, n, replace=False)] = np.arange(1024 - n, 1024, dtype=F32) * F32(2.0**-24)
         return row
     if kind == "f16_subnormal_neg":  # -0 and +0 tie on top, negative binary16 subnormals below them
         row = np.full(vocab, F32(-65504.0))
-        at = rng.choice(vocab, 240, replace=False)
-        row[at[:40]] = np.where(np.arange(40) % 2 == 0, F32(-0.0), F32(0.0))
-        row[at[40:]] = -np.arange(1, 201, dtype=F32) * F32(2.0**-24)
+        at = rng.choice(vocab, min(vocab, 240), replace=False)
+        row[at[:40]] = np.where(np.arange(min(40, at.size)) % 2 == 0, F32(-0.0), F32(0.0))
+        row[at[40:]] = -np.arange(1, at.size - 39, dtype=F32) * F32(2.0**-24)
         return row
     if kind == "f16_subnormal_max":  # a subnormal argmax among -inf, one ulp above its nearest rival
         row = np.full(vocab, -np.inf, dtype=F32)
-        row[rng.choice(vocab, 50, replace=False)] = np.arange(1, 51, dtype=F32) * F32(2.0**-24)
+        n = min(vocab, 50)
+        row[rng.choice(vocab, n, replace=False)] = np.arange(1, n + 1, dtype=F32) * F32(2.0**-24)
+        return row
+    if kind == "quarter_ties":  # tie_pairs' ties in the last part of every 16,384 only: the 16-bit tile
+        # of 16,384 (four parts) finds every column's lowest tie in its fourth mask, and phi bounds them
+        row = np.full(vocab, F32(-1e30))
+        row[((idx % 16384) >= 15360) & (idx % 4 == 3)] = F32(5.0)
+        return row
+    if kind == "part_straddle":  # 20 values above the 32nd in the last 1,024 IDs of tiles of 16,384, 600
+        # ties at it spread over every part: the lowest-ID ties, found across parts, complete C (phi)
+        row = np.full(vocab, F32(-1e30))
+        ties = rng.choice(vocab, min(vocab, 600), replace=False)
+        row[ties] = F32(5.0)
+        top = (idx % 16384) >= 15360
+        row[rng.choice(np.flatnonzero(top), min(20, int(top.sum())), replace=False)] = F32(10.0)
+        return row
+    if kind == "bf16_subnormal_max":  # a bfloat16-subnormal argmax among -inf, one ulp above its rival
+        row = np.full(vocab, -np.inf, dtype=F32)
+        n = min(vocab, 50)
+        row[rng.choice(vocab, n, replace=False)] = np.arange(1, n + 1, dtype=F32) * F32(2.0**-133)
+        return row
+    if kind == "bf16_subnormal_mix":  # bfloat16 subnormals of both signs around -0 and +0, which tie
+        row = np.full(vocab, F32(-1.0))
+        at = rng.choice(vocab, min(vocab, 300), replace=False)
+        vals = np.arange(-127, 128, dtype=F32) * F32(2.0**-133)  # (k = 0 gives +0)
+        row[at] = np.resize(np.concatenate([vals, np.array([-0.0] * 45, dtype=F32)]), at.size)
         return row
     if kind == "pos_inf_tail":
         row = rng.standard_normal(vocab).astype(F32)
@@ -126,6 +152,15 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
          "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "warp_heavy", "column_block",
          "part_crowded", "tie_pairs", "half_ties", "neg_nan", "pos_inf_tail")  # fmt: skip
+# The 16-bit tile's own edges (tile16_jit: ties in and across its four parts, bfloat16 subnormals;
+# binary16 subnormals: the f16_* kinds, which bfloat16 holds as normal values)
+EDGES16 = ("quarter_ties", "part_straddle", "bf16_subnormal_max", "bf16_subnormal_mix")
+F16_EDGES = ("f16_subnormal_top", "f16_subnormal_neg", "f16_subnormal_max")
+
+
+def kinds16(dtype: str) -> tuple[str, ...]:
+    """Every row kind of a 16-bit format: KINDS, EDGES16 and, for binary16, F16_EDGES."""
+    return KINDS + EDGES16 + (F16_EDGES if dtype == "float16" else ())
 
 
 # The kinds that also run as greedy rows (clause 4.1; greedy rows take the tiles' argmax only): in
@@ -172,6 +207,12 @@ PLANS: dict[str, dict[str, Any]] = {
     "poll": {"tile": 4096, "poll": True},
     "two_parts": {"tile": 8192},  # (the default tile)
     "three_parts": {"tile": 12288},  # (three parts: kp.TILE_3)
+    # 16-bit logits: the 16-bit tile (tile16_jit) of 16,384 in four parts (the default from B = 14 at
+    # V = 163,840), with the GPU's ordering too; and 16-bit logits widened into the binary32 tile
+    "four_parts": {"tile": 16384},
+    "four_parts_bitonic": {"tile": 16384, "by_count": False},
+    "four_parts_poll": {"tile": 16384, "poll": True},  # (the GPU's polling merge on its tagged words)
+    "two_parts_widened": {"tile": 8192, "select16": False},
     "small_tiles": {"tile": 64},
     # the hot pairs' lists reloaded tagged (merge_jit._tagged_lists)
     "small_tiles_poll": {"tile": 64, "poll": True},
@@ -193,6 +234,10 @@ VOCABS: dict[str, tuple[int, ...]] = {
     "one_part": (1, 7, 33, 4097, 9000),
     "two_parts": (1, 7, 33, 4097, 9000),
     "three_parts": (33, 9000, 30000),
+    "four_parts": (33, 9001, 40000),
+    "four_parts_bitonic": (9001,),
+    "four_parts_poll": (40000,),
+    "two_parts_widened": (9000,),
     "poll": (4097, 9000),
     "small_tiles": (1, 33, 1100),
     "small_tiles_poll": (1100,),

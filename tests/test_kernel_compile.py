@@ -41,15 +41,18 @@ def test_kernels_compile_for_sm90_with_exact_float_instructions(tmp_path: Path) 
     result = json.loads(report.read_text())
     assert result["passed"], result["problems"]
     assert all(v["compiled"] for v in result["variants"].values())
-    # the tile's logits loads all in flight at once (tile_jit._tile_bits), where nvdisasm exists
-    # (16 in the two parts of a tile of 8192, 24 in the three parts of TILE_3, tile/src0/three-part, 8 per
-    # thread in a plan's tile of 4096, tile/src0/one-part)
+    # the tile's logits loads all in flight at once (tile_jit._tile_bits, tile16_jit.tile16), where
+    # nvdisasm exists (16 in the two parts of a binary32 tile of 8192, 24 in the three parts of TILE_3,
+    # tile/src0/three-part, 8 per thread in a plan's tile of 4096, tile/src0/one-part; 16-bit logits: 8
+    # in the 16-bit tile of 8192, 16 in its tile of 16384, /big)
     audits = {n: v["batched_loads"] for n, v in result["variants"].items() if "batched_loads" in v}
-    assert sorted(audits) == ["tile/src0", "tile/src0/big", "tile/src0/one-part", "tile/src0/three-part"]
+    assert sorted(audits) == ["tile/src0", "tile/src0/big", "tile/src0/one-part", "tile/src0/three-part",
+                              "tile/src1", "tile/src1/big", "tile/src2", "tile/src2/big"]  # fmt: skip
     merges = [n for n in result["variants"] if n.startswith("merge/")]
     assert {"merge/src0", "merge/src0/trace"} <= set(merges) and len(merges) == (14 if DEEP else 2)
+    per_thread = {"tile/src0/one-part": 8, "tile/src0/three-part": 24, "tile/src1": 8, "tile/src2": 8}
     for name, audit in audits.items():
-        assert audit["per_thread"] == {"/one-part": 8, "/three-part": 24}.get(name[len("tile/src0") :], 16)
+        assert audit["per_thread"] == per_thread.get(name, 16)
         if audit["wide_loads_before_first_use"] is not None:
             assert audit["wide_loads_before_first_use"] >= audit["per_thread"]
 
@@ -83,8 +86,9 @@ def test_load_batching_audit_counts_loads_before_the_first_use() -> None:
 
 def test_tile_float_audit_admits_exact_comparisons_only() -> None:
     """The tile kernel's PTX may compare binary32 values, take max.NaN.f32, select and widen binary16
-    logits (tile_jit._tile_fast, _widen); a flush-to-zero form (a subnormal logit would tie with zero)
-    or any arithmetic is a problem."""
+    logits (tile_jit._tile_fast, select_jit.widen_i32), and compare and take NaN-propagating maxima of
+    16-bit values, packed in pairs or not (tile16_jit); a flush-to-zero form (a subnormal logit would
+    tie with zero) or any arithmetic is a problem."""
     from dyadic24.kernels.aot_check import audit_tile, float_ops
 
     ptx = "\tmax.NaN.f32 \t%f3, %f1, %f2;\n\tsetp.lt.f32 \t%p1, %f3, %f4;\n\tsetp.nan.f32 \t%p2, %f3, %f3;\n"
@@ -92,7 +96,16 @@ def test_tile_float_audit_admits_exact_comparisons_only() -> None:
     ops = float_ops(ptx)
     assert ops == {"max.NaN.f32": 1, "setp.lt.f32": 1, "setp.nan.f32": 1, "cvt.f32.f16": 1, "selp.f32": 1}
     assert audit_tile("t", ops) == []
-    bads = ("max.ftz.NaN.f32", "setp.lt.ftz.f32", "cvt.ftz.f32.f16", "max.f32", "add.f32", "setp.lt.f64")
+    packed = "\tmax.NaN.bf16x2 \t%r3, %r1, %r2;\n\tsetp.gt.bf16x2 \t%p1|%p2, %r3, %r4;\n"
+    packed += "\tsetp.eq.f16 \t%p3, %rs1, %rs2;\n\tmax.NaN.f16x2 \t%r5, %r1, %r2;\n"
+    packed += "\tcvt.f32.bf16 \t%f1, %rs3;\n\tcvt.rn.f16.f32 \t%rs4, %f1;\n"
+    ops = float_ops(packed)
+    assert ops == {"max.NaN.bf16x2": 1, "setp.gt.bf16x2": 1, "setp.eq.f16": 1, "max.NaN.f16x2": 1,
+                   "cvt.f32.bf16": 1, "cvt.rn.f16.f32": 1}  # fmt: skip
+    assert audit_tile("t", ops) == []
+    bads = ("max.ftz.NaN.f32", "setp.lt.ftz.f32", "cvt.ftz.f32.f16", "max.f32", "add.f32", "setp.lt.f64",
+            "max.ftz.NaN.f16x2", "setp.gt.ftz.f16x2", "max.bf16x2", "add.rn.bf16x2", "fma.rn.f16x2",
+            "cvt.rn.bf16.f32")  # fmt: skip
     for bad in bads:
         assert audit_tile("t", float_ops(f"\t{bad} \t%f3, %f1, %f2;\n")), bad
 

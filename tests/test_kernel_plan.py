@@ -42,16 +42,22 @@ def test_pool_shape(vocab: int, shape: tuple[int, int]) -> None:
 @pytest.mark.parametrize("batch", [1, 3, 4, 10, 13, 19, 64, 256])
 def test_batch_defaults(batch: int) -> None:
     """The tile and its register cap by shape; the backend's choices (the count ordering and no
-    programmatic dependent launch under the interpreter, both the other way on an sm_90 GPU)."""
+    programmatic dependent launch under the interpreter, both the other way on an sm_90 GPU). 16-bit
+    logits: the 16-bit tile of 16,384 at BIG_TILE's cap once its programs give every SM one (B >= 14
+    at V = 163,840 on 132 SMs), else of BIG_TILE at five programs per SM."""
     plan = kp.Plan.for_shape(batch, 163_840, sms=132)
     assert plan.tile == kp.BIG_TILE
     assert plan.n_tiles == -(-163_840 // plan.tile)
-    half = kp.Plan.for_shape(batch, 163_840, itemsize=2, sms=132)
-    assert half.tile == plan.tile
     assert plan.maxnreg == kp.BIG_TILE_MAXNREG
     assert plan.stagger_wave == 65536 // (128 * 32 * 4) == 4  # (an H200 SM holds four)
-    assert half.maxnreg == kp.BIG_TILE_MAXNREG_16  # 16-bit logits: five programs per SM
-    assert half.stagger_wave == 65536 // (96 * 32 * 4) == 5
+    half = kp.Plan.for_shape(batch, 163_840, itemsize=2, sms=132)
+    assert half.select16 and plan.select16  # (binary32 logits ignore it)
+    assert [kp.Plan.for_shape(b, 163_840, itemsize=2, sms=132).tile for b in (13, 14)] == [8192, 16384]
+    if batch >= 14:
+        assert (half.tile, half.maxnreg, half.stagger_wave) == (kp.BIG_TILE_16, kp.BIG_TILE_MAXNREG, 4)
+    else:
+        assert (half.tile, half.maxnreg) == (kp.BIG_TILE, kp.BIG_TILE_MAXNREG_16)  # five per SM
+        assert half.stagger_wave == 65536 // (96 * 32 * 4) == 5
     assert kp.Plan.for_shape(batch, 163_840, maxnreg=None).maxnreg is None
     assert plan.by_count == interpreting()
     assert plan.pdl == plan.poll == (not interpreting() and kp._pdl_device())
@@ -64,6 +70,8 @@ def test_register_caps_of_explicit_tiles() -> None:
     assert kp.default_maxnreg(256, kp.TILE) is None
     assert kp.default_maxnreg(257, kp.TILE) == kp.TILE_MAXNREG
     assert kp.default_maxnreg(1, kp.BIG_TILE) == kp.BIG_TILE_MAXNREG
+    assert kp.default_maxnreg(1, kp.BIG_TILE, 2) == kp.BIG_TILE_MAXNREG_16
+    assert kp.default_maxnreg(1, kp.BIG_TILE_16, 2) == kp.BIG_TILE_MAXNREG
     capped = kp.Plan.for_shape(16, 163_840, tile=kp.TILE)
     assert capped.maxnreg == kp.TILE_MAXNREG and capped.stagger_wave == kp.STAGGER_WAVE
 
@@ -89,12 +97,13 @@ def test_default_tile_at_every_shape(batch: int, vocab: int) -> None:
 def test_three_part_tile_where_it_relieves_the_busiest_sm(vocab: int, sms: int, batches: list[int]) -> None:
     """TILE_3 (uncapped, two programs per SM: the stagger's wave) for binary32 logits exactly where
     all its programs run at once and the busiest SM holds fewer than under BIG_TILE; never for 16-bit
-    logits (not measured there: their cap of 96 registers does not hold three parts)."""
+    logits (their 16-bit tile takes power-of-two tiles: BIG_TILE or BIG_TILE_16 there)."""
     got = [b for b in range(1, 300) if kp.Plan.for_shape(b, vocab, sms=sms).tile == kp.TILE_3]
     assert got == batches
     plan = kp.Plan.for_shape(batches[0], vocab, sms=sms)
     assert (plan.maxnreg, plan.stagger_wave, plan.n_tiles) == (None, 2, -(-vocab // kp.TILE_3))
-    assert all(kp.Plan.for_shape(b, vocab, itemsize=2, sms=sms).tile == kp.BIG_TILE for b in batches)
+    sixteen = {kp.Plan.for_shape(b, vocab, itemsize=2, sms=sms).tile for b in batches}
+    assert sixteen <= {kp.BIG_TILE, kp.BIG_TILE_16}
     assert kp.make_workspace(batches[0], vocab, "cpu", kp.TILE_3).cand.shape[1] == plan.n_tiles
 
 
@@ -154,8 +163,12 @@ def test_launch_options_follow_the_plan() -> None:
     plan = replace(plan, by_count=False, pdl=True, poll=True)
     tile = kp.tile_options(plan, src=0, trace=False, pdl=True, wait=True, stagger=902, slots=132)
     assert tile == {"TILE": 8192, "SRC": 0, "TRACE": False, "BY_COUNT": False, "TAGGED": True, "PDL": True,
-                    "WAIT": True, "STAGGER": 902, "SLOTS": 132, "WAVE": 2, "num_warps": 4, "maxnreg": 128,
-                    "launch_pdl": True}  # fmt: skip
+                    "WAIT": True, "STAGGER": 902, "SLOTS": 132, "WAVE": 2, "SEL16": True, "num_warps": 4,
+                    "maxnreg": 128, "launch_pdl": True}  # fmt: skip
+    old16 = kp.tile_options(
+        replace(plan, select16=False), src=1, trace=False, pdl=True, wait=True, stagger=902, slots=132
+    )
+    assert old16["SEL16"] is False
     unstaggered = kp.tile_options(plan, src=1, trace=True, pdl=False, wait=False, stagger=0, slots=132)
     assert (unstaggered["SLOTS"], unstaggered["WAVE"], unstaggered["PDL"]) == (1, kp.STAGGER_WAVE, False)
     assert (unstaggered["WAIT"], "launch_pdl" in unstaggered) == (False, False)

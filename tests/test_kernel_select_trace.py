@@ -36,8 +36,8 @@ def test_half_precision_logits(dtype: str) -> None:
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_half_precision_logits_in_big_tiles(dtype: str) -> None:
-    """clause 1.2 through tiles of 8192 (two parts of 4096: 8 elements per 16-bit load, 4 rows per
-    half), the default tile."""
+    """clause 1.2 through the 16-bit tile of 8192 (two parts of 4096: 8 elements per 16-bit load, 4 rows
+    per part), the default tile below B = 14 at V = 163,840."""
     check_plan("two_parts", 9000, dtype)
 
 
@@ -46,9 +46,10 @@ F16_KINDS = ("f16_subnormal_top", "f16_subnormal_neg", "f16_subnormal_max", "neg
 
 @pytest.mark.parametrize("plan_name", ["one_part", "two_parts"])
 def test_binary16_subnormals_and_nan(plan_name: str) -> None:
-    """clause 1.2: binary16 logits are widened per element by the hardware's conversion in the tile
-    (tile_jit._widen): subnormal candidates, a subnormal argmax, -0 == +0 among negative subnormals and
-    a NaN row give the reference's bits, in full and partial tiles of both sizes."""
+    """clause 1.2: binary16 logits compared in their own format by the 16-bit tile (tile16_jit; the
+    binary32 tile on their widening: test_kernel_select16.py): subnormal candidates, a subnormal
+    argmax, -0 == +0 among negative subnormals and a NaN row give the reference's bits, in full and
+    partial tiles of both sizes."""
     check_plan(plan_name, 9000, "float16", kinds=F16_KINDS, greedy=("f16_subnormal_max", "f16_subnormal_neg"))
 
 
