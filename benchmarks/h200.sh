@@ -19,6 +19,19 @@
 #                                    spread exceeds 2 %), AB_DTYPES (default fp32,bf16), AB_VOCABS
 #                                    (default 163840), AB_IMPLS (default sampled and greedy); ends with
 #                                    benchmarks/ab_table.py's table (ab.md)
+#   AFTER=<commit> bash benchmarks/h200.sh variants
+#                                    benchmarks/variants.py's plans timed in one process (DESIGN.md
+#                                    "The 16-bit tile"): VAR_DTYPES (default bf16,fp16,fp32) at
+#                                    VAR_BATCHES (default 1,4,16,64,256; binary32 at VAR_FP32_BATCHES,
+#                                    default 1,64), VAR_PLANS16 on 16-bit logits (default old16, the
+#                                    design before, then the 16-bit tile's candidates, then old16 again
+#                                    for the spread) and VAR_PLANS on binary32 (default: the default
+#                                    plan), the read-only skeleton in every case; before it, untimed and in parallel: one --warm process
+#                                    per format and plan (the Triton cache then holds every kernel), the
+#                                    16-bit plans against the fast reference on the selection tests' rows
+#                                    and VAR_FUZZ fuzz rows at V = 163,840, B = 64 (one process per
+#                                    format and plan), and the kernel's conformance on the 16-bit golden
+#                                    vectors and VAR_BULK bulk rows at B = 64
 #   bash benchmarks/h200.sh ncu      Nsight Compute source counters of each of NCU_KERNELS (default
 #                                    tile_kernel; merge_kernel) at NCU_SHAPES (profile_ncu.py shapes,
 #                                    default fp32 B = 256 sampled and greedy, B = 64 sampled), one
@@ -32,8 +45,8 @@
 # AFTER=<commit> (required), not with what git says there.
 set -uo pipefail
 out=${OUT:?OUT must name the output folder}
-mode=${1:?bench, report, ab or ncu}
-case $mode in bench | ab) : "${AFTER:?AFTER must name the commit of this tree}" ;; esac
+mode=${1:?bench, report, ab, variants or ncu}
+case $mode in bench | ab | variants) : "${AFTER:?AFTER must name the commit of this tree}" ;; esac
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 o=$out/$mode
 mkdir -p "$o"
@@ -84,6 +97,40 @@ ab)
     done
     python benchmarks/ab_table.py "$o" | tee "$o/ab.md"
     echo "ab: done (${SECONDS} s)"
+    ;;
+variants)
+    dtypes=${VAR_DTYPES:-bf16,fp16,fp32}
+    plans16=${VAR_PLANS16:-old16,t8192,t16384,t8192-r80,t16384-r96,old16}
+    sel=(--batches "${VAR_BATCHES:-1,4,16,64,256}" --fp32-batches "${VAR_FP32_BATCHES:-1,64}"
+         --plans "${VAR_PLANS:-default}" --floors read-skeleton --replays 200)
+    for d in ${dtypes//,/ }; do
+        plans=$plans16
+        [ "$d" = fp32 ] && plans=${VAR_PLANS:-default}
+        for p in $(echo "${plans//,/ }" | tr ' ' '\n' | sort -u); do
+            timeout 240 python benchmarks/variants.py --warm --out "$o/warm_${d}_$p" --dtypes "$d" --plans "$p" \
+                --plans16 "$p" "${sel[@]}" >"$o/warm_${d}_$p.log" 2>&1 &
+        done
+    done
+    # (one check per format and plan: the fuzz calls at B = 64 share the warm processes' kernels)
+    for d in bf16 fp16; do
+        for p in $(echo "${plans16//,/ }" | tr ' ' '\n' | sort -u); do
+            timeout 240 python benchmarks/variants.py --out "$o/check_${d}_$p" --dtypes "$d" --batches "" \
+                --fuzz "${VAR_FUZZ:-128}" --fuzz-vocabs 163840 --fuzz-batch 64 --fuzz-plans "$p" --rows \
+                >"$o/check_${d}_$p.log" 2>&1 &
+        done
+    done
+    timeout 240 python -m dyadic24 conform --bundled --only kernel --vectors widening large_vocab --no-invalid \
+        --accumulated 0 --no-fuzz --bulk "${VAR_BULK:-4096}" --shapes "V=163840 formats=bf16,fp16 B=64" \
+        --workers 4 --no-progress >"$o/conform.txt" 2>&1 &
+    wait
+    echo "variants: compiled and checked (${SECONDS} s)"
+    timeout 300 python benchmarks/variants.py --out "$o" --dtypes "$dtypes" --plans16 "$plans16" "${sel[@]}" \
+        --commit "$AFTER" >"$o/log.txt" 2>&1
+    echo "variants: exit $? (${SECONDS} s)"
+    rm -rf "$o"/warm_*/ "$o"/check_*/
+    tail -n 2 "$o/conform.txt"; grep -HE "^(fuzz|rows):" "$o"/check_*.log | sed "s|$o/||"
+    grep "^!!" "$o/log.txt" | head -5
+    sed -n '/^| dtype | B | skeleton/,/^$/p' "$o/variants.md"
     ;;
 ncu)
     ncu --version >"$o/ncu_version.txt" 2>&1

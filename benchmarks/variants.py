@@ -1,19 +1,23 @@
 """Launch-plan variants of the dyadic24 kernel, timed and bit-checked in one GPU process (issue "perf").
 
-For every batch size B (V = 163,840 unless --vocab): CUDA-graph replays of depth 5 (as in
-bench_propose.py) for each named plan (PLANS: the tile, its register cap and the stagger), with sampled
-(T = 1) and greedy (T = 0) rows, plus the torch sampler / argmax / launch floor; before timing, every
-plan's outputs on the same inputs are compared bit for bit with the first plan's. --parts also times
-the tile stage alone and the merge stage alone (the merge that waits: a polling merge alone would
-wait for tile words of its next epoch). --fuzz N checks each plan without trace against the fast
-reference on N fuzz rows (all families, several V).
+For every logits format (--dtypes) and batch size B (V = 163,840 unless --vocab): CUDA-graph replays of
+depth 5 (as in bench_propose.py) for each named plan (PLANS: the tile, its register cap, the stagger,
+the 16-bit tile or not), with sampled (T = 1) and greedy (T = 0) rows, plus --floors (the read-only
+skeleton, a copy, the torch sampler, argmax, the launch floor) in the same process; before timing,
+every plan's outputs on the same inputs are compared bit for bit with the first plan's. --parts also
+times the tile stage alone and the merge stage alone (the merge that waits: a polling merge alone
+would wait for tile words of its next epoch). --fuzz N checks each of --fuzz-plans without trace
+against the fast reference on N fuzz rows (all families, several V, every format of --dtypes).
+--warm runs every case once without timing: the Triton cache then holds every kernel, so that several
+--warm processes compile in parallel before one timed run (h200.sh variants).
 
 --clustered raises the first 512 token IDs of every row so that the row's top 32 share a tile (the
 merge pool's check then finds a hot pair, as for vocabularies whose frequent tokens have low IDs).
 
-Usage on the GPU: python benchmarks/variants.py --out DIR [--batches 1,4,64,256] [--fuzz 600] [--parts]
-[--clustered]
-Writes DIR/variants.json and DIR/variants.md.
+Usage on the GPU: python benchmarks/variants.py --out DIR [--dtypes fp32,bf16,fp16] [--batches 1,4,64,256]
+[--plans default,t4096] [--plans16 ...] [--floors read-skeleton] [--fuzz 600] [--parts] [--clustered]
+Writes DIR/variants.json and DIR/variants.md (every result, then one line per format and B: each plan's
+sampled and greedy medians and their ratios to the skeleton).
 """
 
 from __future__ import annotations
@@ -66,8 +70,16 @@ PLANS: dict[str, dict[str, Any]] = {
     "t12288-uncapped": {"tile": 12288, "maxnreg": None, "stagger_wave": 2},
     "t12288-st900": {"tile": 12288, "stagger": 901},
     "t12288-w2": {"tile": 12288, "stagger_wave": 2},
+    # 16-bit logits (DESIGN.md "The 16-bit tile"): the binary32 tile on their widening (the design
+    # before the 16-bit tile), the 16-bit tile of 8,192 (at 96 and 80 registers: five and six programs
+    # per SM) and of 16,384 (at 128 and 96: four and five)
+    "old16": {"tile": 8192, "select16": False},
+    "t16384": {"tile": 16384},
+    "t16384-r96": {"tile": 16384, "maxnreg": 96, "stagger_wave": 5},
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
+FLOORS = ("torch-topk-softmax-multinomial", "torch-argmax", "read-skeleton", "copy", "launch-floor")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def plan_for(name: str, batch: int, vocab: int, itemsize: int = 4) -> kp.Plan:
@@ -129,50 +141,95 @@ def snapshot(case: Case) -> list[torch.Tensor]:
 
 
 def fuzz_check(
-    rows: int, plans: list[str], vocabs: tuple[int, ...] = (1, 31, 33, 4097, 50000, 163840)
+    rows: int,
+    plans: list[str],
+    vocabs: tuple[int, ...] = (1, 31, 33, 4097, 50000, 163840),
+    dtypes: tuple[str, ...] = ("float32",),
+    max_batch: int = 64,
 ) -> dict[str, Any]:
-    """Each plan (no trace) against the fast reference on fuzz calls mixing every family."""
+    """Each plan (no trace) against the fast reference on fuzz calls mixing every family, in turn in
+    each logits format of ``dtypes`` (numpy names), of at most ``max_batch`` rows and 2^24 logits."""
     from dyadic24.kernels import fuzz, gpu_check
     from dyadic24.kernels.exp_table import load_table
 
     table_z = [int(v) for v in load_table(torch.device(DEVICE)).z.cpu().tolist()]
     rng = np.random.default_rng(2024)
     bad: dict[str, int] = {p: 0 for p in plans}
-    done = 0
+    done = calls = 0
     while done < rows:
         vocab = int(rng.choice(vocabs))
-        batch = int(max(1, min(64, (1 << 22) // vocab, rows - done)))
-        dtype = "float32"  # (the other dtypes: gpu_check's fuzz, through the trace variant)
+        batch = int(max(1, min(max_batch, (1 << 24) // vocab, rows - done)))
+        dtype = dtypes[calls % len(dtypes)]
+        calls += 1
         call = fuzz.make_call(rng, batch, vocab, dtype, table_z)
         inp = gpu_check.Inputs(call, torch.device(DEVICE))
         want = inp.reference()
         for name in plans:
-            plan = kp.Plan.for_shape(batch, vocab, **PLANS[name])
+            plan = plan_for(name, batch, vocab, inp.logits.element_size())
             out = kp.propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau,
                              plan=plan)  # fmt: skip
             _sync()
             if not gpu_check.outputs_match(out, want):
                 bad[name] += 1
         done += batch
-    return {"rows": done, "batches_with_mismatch": bad}
+    return {"rows": done, "dtypes": list(dtypes), "batches_with_mismatch": bad}
+
+
+def rows_check(
+    plans: list[str], dtypes: tuple[str, ...], vocabs: tuple[int, ...] = (9001, 40000)
+) -> dict[str, Any]:
+    """Each plan against the fast reference on the selection tests' rows (tests/kernel_rows.py: ties
+    within and across a tile's parts, -0 and +0, -inf, NaN, subnormal maxima, the exact fallbacks),
+    sampled and greedy, in each logits format of ``dtypes`` (numpy names): the GPU's code of paths
+    that Gaussian rows never take."""
+    import importlib
+
+    from dyadic24.kernels import gpu_check
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    kernel_rows: Any = importlib.import_module("kernel_rows")  # (test support, not a package module)
+
+    bad: dict[str, list[str]] = {p: [] for p in plans}
+    for dtype in dtypes:
+        kinds = kernel_rows.kinds16(dtype) if dtype != "float32" else kernel_rows.KINDS
+        greedy = kernel_rows.GREEDY_KINDS + (kernel_rows.EDGES16 if dtype != "float32" else ())
+        for vocab in vocabs:
+            call = kernel_rows.make_call(vocab, vocab * 7 + len(dtype), dtype, kinds=kinds, greedy=greedy)
+            inp = gpu_check.Inputs(call, torch.device(DEVICE))
+            want = inp.reference()
+            for name in plans:
+                plan = plan_for(name, len(call.logits), vocab, inp.logits.element_size())
+                out = kp.propose(inp.logits, inp.temperature, inp.seed, inp.round, inp.position, tau=call.tau,
+                                 plan=plan)  # fmt: skip
+                _sync()
+                if not gpu_check.outputs_match(out, want):
+                    bad[name].append(f"{dtype} V={vocab}")
+    return {"dtypes": list(dtypes), "vocabs": list(vocabs), "mismatches": bad}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--dtypes", default="fp32", help="logits formats, of fp32, bf16, fp16")
     ap.add_argument("--batches", default="1,4,64,256")
+    ap.add_argument("--fp32-batches", help="the batches of binary32 logits (default --batches)")
     ap.add_argument("--vocab", type=int, default=163_840)
     ap.add_argument("--plans", default="default,t4096,t8192,nostagger")
-    ap.add_argument("--baselines", action="store_true", help="also time the torch sampler, argmax and floors")
+    ap.add_argument("--plans16", help="the plans of 16-bit logits (default --plans)")
+    ap.add_argument(
+        "--floors", default="", help=f"floors and peers timed in every case, of {','.join(FLOORS)}"
+    )
+    ap.add_argument("--baselines", action="store_true", help="--floors all of them")
     ap.add_argument("--replays", type=int, default=100)
     ap.add_argument("--parts", action="store_true")
     ap.add_argument("--fuzz", type=int, default=0)
-    ap.add_argument("--fuzz-plans", default=",".join(FUZZ_PLANS), help="the plans --fuzz checks")
-    ap.add_argument("--bf16", action="store_true", help="also time the default plan on bf16 logits")
-    ap.add_argument("--fp16", action="store_true", help="also time the default plan on binary16 logits")
+    ap.add_argument("--fuzz-plans", default=",".join(FUZZ_PLANS), help="the plans --fuzz and --rows check")
     ap.add_argument(
-        "--bf16-named", action="store_true", help="with --bf16 / --fp16: time the named plans on them too"
+        "--fuzz-vocabs", default="1,31,33,4097,50000,163840", help="the vocabularies --fuzz draws"
     )
+    ap.add_argument("--fuzz-batch", type=int, default=64, help="at most this many rows in a --fuzz call")
+    ap.add_argument("--rows", action="store_true", help="check --fuzz-plans on the selection tests' rows")
+    ap.add_argument("--warm", action="store_true", help="run every case once, untimed (compile only)")
     ap.add_argument(
         "--clustered",
         action="store_true",
@@ -180,25 +237,31 @@ def main() -> int:
         "vocabularies): the row's top 32 then lie in tile 0 and the merge pool's check always fails",
     )
     ap.add_argument("--dry", action="store_true", help="CPU interpreter smoke run of this script (no timing)")
+    ap.add_argument("--commit", help="the commit whose tree is measured (default: git rev-parse HEAD)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     global DEVICE  # noqa: PLW0603 (the dry run's CPU device, for the helpers above)
     time_graphs = bench_propose.time_graphs
-    if args.dry:
-        DEVICE = "cpu"
+    if args.dry or args.warm:
 
         def time_graphs(case: Case, body: Callable[[list[torch.Tensor]], None], replays: int, warmup: int
                         ) -> dict[str, float]:  # fmt: skip
             body(case.sets[0])
             return {"median_us": 0.0, "p10_us": 0.0, "p90_us": 0.0}
 
+    if args.dry:
+        DEVICE = "cpu"
         info: dict[str, Any] = {"device": "cpu", "torch": torch.__version__, "triton": "-", "date": "-",
                                 "l2_bytes": 1 << 16}  # fmt: skip
     else:
         info = versions()
+    if args.commit:
+        info["commit"] = args.commit
     l2 = int(info["l2_bytes"]) or 60 * 2**20
     kp.prepare(DEVICE)
     names = [n for n in args.plans.split(",") if n]
+    names16 = [n for n in (args.plans16 or args.plans).split(",") if n]
+    floors = list(FLOORS) if args.baselines else [f for f in args.floors.split(",") if f]
     results: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     began = time.perf_counter()
@@ -209,20 +272,21 @@ def main() -> int:
         print(f"{dtype} B={batch:>3} {impl:<36} {r['median_us']:9.1f} us / depth 5 "
               f"(p10 {r['p10_us']:.1f}, p90 {r['p90_us']:.1f})", flush=True)  # fmt: skip
 
-    dtypes = [("fp32", torch.float32)] + ([("bf16", torch.bfloat16)] if args.bf16 else [])
-    dtypes += [("fp16", torch.float16)] if args.fp16 else []
-    for dname, dtype in dtypes:
-        for batch in (int(b) for b in args.batches.split(",")):
-            case = Case(dtype, args.vocab, batch, l2, DEVICE)
+    for dname in args.dtypes.split(","):
+        batches = args.fp32_batches if dname == "fp32" and args.fp32_batches else args.batches
+        for batch in (int(b) for b in batches.split(",") if b):
+            case = Case(DTYPES[dname], args.vocab, batch, l2, DEVICE)
             if args.clustered:
                 for bufs in case.sets:
                     for buf in bufs:
                         buf[:, :512] += 8
-            plans = names if dname == "fp32" or args.bf16_named else ["default"]
+            plans = names if dname == "fp32" else names16
             for temp_name, temp in (("sampled", case.t_sampled), ("greedy", case.t_greedy)):
                 ref: list[torch.Tensor] | None = None
-                for name in plans:
+                for i, name in enumerate(plans):
                     plan = plan_for(name, batch, args.vocab, case.itemsize)
+                    # (a plan named again is timed again under its own label: the spread within a run)
+                    label = name if name not in plans[:i] else f"{name}-{plans[:i].count(name) + 1}"
                     body = launcher(case, plan, temp)
                     body(case.sets[0])
                     _sync()
@@ -238,36 +302,47 @@ def main() -> int:
                             f"!! {name} B={batch} {temp_name}: bits differ from plan {plans[0]}",
                             flush=True,
                         )
-                    record(f"{name}/{temp_name}", batch, dname, time_graphs(case, body, args.replays, 20))
-                    if args.parts and temp_name == "sampled" and dname == "fp32":
+                    record(f"{label}/{temp_name}", batch, dname, time_graphs(case, body, args.replays, 20))
+                    if args.parts and temp_name == "sampled":
                         tiles, merges = stage_launchers(case, plan, temp)
                         tiles(case.sets[0])
-                        record(f"{name}/tile-stage", batch, dname, time_graphs(case, tiles, args.replays, 20))
                         record(
-                            f"{name}/merge-stage", batch, dname, time_graphs(case, merges, args.replays, 20)
+                            f"{label}/tile-stage", batch, dname, time_graphs(case, tiles, args.replays, 20)
                         )
-            if dname == "fp32" and args.baselines:
-                peer = case.peers.bodies(kp.LAUNCHES)
-                for base in ("torch-topk-softmax-multinomial", "torch-argmax", "read-skeleton", "copy"):
-                    record(base, batch, dname, time_graphs(case, peer[base], args.replays, 20))
-                for n in (1, 2):
-                    floor = case.peers.bodies(n)["launch-floor"]
-                    record(f"launch-floor-{n}", batch, dname, time_graphs(case, floor, args.replays, 20))
+                        record(
+                            f"{label}/merge-stage", batch, dname, time_graphs(case, merges, args.replays, 20)
+                        )
+            for base in floors if not args.dry else []:
+                if base == "launch-floor":
+                    for n in (1, 2):
+                        floor = case.peers.bodies(n)["launch-floor"]
+                        record(f"launch-floor-{n}", batch, dname, time_graphs(case, floor, args.replays, 20))
+                else:
+                    peer = case.peers.bodies(kp.LAUNCHES)[base]
+                    record(base, batch, dname, time_graphs(case, peer, args.replays, 20))
             del case
             if DEVICE == "cuda":
                 torch.cuda.empty_cache()
-    small = (1, 31, 33, 300)
+    numpy_names = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+    fuzz_dtypes = tuple(numpy_names[d] for d in args.dtypes.split(","))
     fuzz_plans = [n for n in args.fuzz_plans.split(",") if n]
-    fuzz = (
-        (fuzz_check(args.fuzz, fuzz_plans, small) if args.dry else fuzz_check(args.fuzz, fuzz_plans))
-        if args.fuzz
-        else None
+    vocabs = (1, 31, 33, 300) if args.dry else tuple(int(v) for v in args.fuzz_vocabs.split(","))
+    fuzz = None
+    if args.fuzz and not args.warm:
+        fuzz = fuzz_check(args.fuzz, fuzz_plans, vocabs, fuzz_dtypes, args.fuzz_batch)
+    if fuzz is not None:
+        print(f"fuzz: {fuzz}", flush=True)
+    rows = (
+        rows_check(fuzz_plans, fuzz_dtypes, (33, 300) if args.dry else (9001, 40000)) if args.rows else None
     )
+    if rows is not None:
+        print(f"rows: {rows}", flush=True)
     report = {"info": info, "depth": DEPTH, "results": results, "bit_checks": checks, "fuzz": fuzz,
-              "plans": PLANS, "seconds": round(time.perf_counter() - began, 1)}  # fmt: skip
+              "rows": rows, "plans": PLANS, "seconds": round(time.perf_counter() - began, 1)}  # fmt: skip
     (args.out / "variants.json").write_text(json.dumps(report, indent=1) + "\n")
     lines = [
-        f"# variants ({info['device']}, torch {info['torch']}, triton {info['triton']}, {info['date']})",
+        f"# variants ({info['device']}, torch {info['torch']}, triton {info['triton']}, {info['date']},"
+        f" commit {info.get('commit', '-')}, kernel sources {info.get('kernels', '-')})",
         "",
     ]
     lines.append("| dtype | B | impl | median us / depth 5 | p10 | p90 |")
@@ -275,15 +350,35 @@ def main() -> int:
     for r in results:
         lines.append(f"| {r['dtype']} | {r['B']} | {r['impl']} | {r['median_us']:.1f} | {r['p10_us']:.1f} | "
                      f"{r['p90_us']:.1f} |")  # fmt: skip
-    lines.append("")
+    lines += ["", *summary(results), ""]
     lines.append(f"bit checks: {sum(c['same_bits'] for c in checks)}/{len(checks)} identical; fuzz: {fuzz}")
+    lines.append(f"rows: {rows}")
     (args.out / "variants.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    return (
-        0
-        if all(c["same_bits"] for c in checks) and not (fuzz and any(fuzz["batches_with_mismatch"].values()))
-        else 1
+    failed = (fuzz and any(fuzz["batches_with_mismatch"].values())) or (
+        rows and any(rows["mismatches"].values())
     )
+    return 0 if all(c["same_bits"] for c in checks) and not failed else 1
+
+
+def summary(results: list[dict[str, Any]]) -> list[str]:
+    """One line per (dtype, B): the skeleton, then each plan's sampled and greedy medians with their
+    ratios to the skeleton (where it was timed)."""
+    cells: dict[tuple[str, int], dict[str, float]] = {}
+    for r in results:
+        cells.setdefault((r["dtype"], int(r["B"])), {})[r["impl"]] = float(r["median_us"])
+    plans = list(dict.fromkeys(r["impl"].split("/")[0] for r in results if "/" in r["impl"]))
+    head = ["dtype", "B", "skeleton"] + [f"{p} {t}" for p in plans for t in ("sampled", "greedy")]
+    out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for (dtype, batch), cell in cells.items():
+        skel = cell.get("read-skeleton")
+        row = [dtype, str(batch), f"{skel:.1f}" if skel else "-"]
+        for p in plans:
+            for t in ("sampled", "greedy"):
+                v = cell.get(f"{p}/{t}")
+                row.append("-" if v is None else f"{v:.1f}" + (f" ({v / skel:.2f})" if skel else ""))
+        out.append("| " + " | ".join(row) + " |")
+    return out
 
 
 if __name__ == "__main__":
