@@ -102,7 +102,7 @@ variants)
     dtypes=${VAR_DTYPES:-bf16,fp16,fp32}
     plans16=${VAR_PLANS16:-old16,t8192,t16384,t8192-r80,t16384-r96,old16}
     sel=(--batches "${VAR_BATCHES:-1,4,16,64,256}" --fp32-batches "${VAR_FP32_BATCHES:-1,64}"
-         --plans "${VAR_PLANS:-default}" --floors read-skeleton --replays 200)
+         --floors read-skeleton --replays 200)
     for d in ${dtypes//,/ }; do
         plans=$plans16
         [ "$d" = fp32 ] && plans=${VAR_PLANS:-default}
@@ -124,8 +124,8 @@ variants)
         --workers 4 --no-progress >"$o/conform.txt" 2>&1 &
     wait
     echo "variants: compiled and checked (${SECONDS} s)"
-    timeout 300 python benchmarks/variants.py --out "$o" --dtypes "$dtypes" --plans16 "$plans16" "${sel[@]}" \
-        --commit "$AFTER" >"$o/log.txt" 2>&1
+    timeout 300 python benchmarks/variants.py --out "$o" --dtypes "$dtypes" --plans "${VAR_PLANS:-default}" \
+        --plans16 "$plans16" "${sel[@]}" --commit "$AFTER" >"$o/log.txt" 2>&1
     echo "variants: exit $? (${SECONDS} s)"
     rm -rf "$o"/warm_*/ "$o"/check_*/
     tail -n 2 "$o/conform.txt"; grep -HE "^(fuzz|rows):" "$o"/check_*.log | sed "s|$o/||"
