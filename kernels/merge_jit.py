@@ -382,10 +382,13 @@ def _any_full(group, NG: tl.constexpr, MPOOL_K: tl.constexpr):
     live = group >= 0
     g = tl.where(live, group, 0)
     word = g // PER
-    one = tl.where(live, 1 << ((g - word * PER) * NIB), 0)
+    # (summed as uint32, the same adds: a top field of MPOOL_K = 8 reaches 2^31, which Triton's
+    # interpreter before 3.9 refuses as an int32 sum under numpy 2 instead of wrapping it)
+    one = tl.where(live, 1 << ((g - word * PER) * NIB), 0).to(tl.uint32, bitcast=True)
     hit = tl.sum(tl.where(word == 0, one, 0))
     for k in tl.static_range(1, (NG + PER - 1) // PER):
         hit = hit | tl.sum(tl.where(word == k, one, 0))
+    hit = hit.to(tl.int32, bitcast=True)
     return (hit.to(tl.int64) & HIGH) != 0  # (int64: HIGH may exceed 2^31 - 1; the sign bits are not in it)
 
 
@@ -559,7 +562,11 @@ def _merge_threshold(cbase, sbase, n_tiles):
     """
     n_cand = n_tiles * K_C
     p = tl.arange(0, POOL)
-    per = tl.minimum(K_C, tl.maximum((K_C + n_tiles - 1) // n_tiles, POOL // n_tiles))  # n_tiles * per >= 32
+    # (each assigned first: Triton 3.7's interpreter refuses a constexpr-first expression given to
+    # tl.maximum itself, a constexpr holding a tensor; an assignment unwraps it)
+    ceil = (K_C + n_tiles - 1) // n_tiles
+    share = POOL // n_tiles
+    per = tl.minimum(K_C, tl.maximum(ceil, share))  # n_tiles * per >= 32
     pt = p // per
     pk = tl.load(cbase + pt * K_C + (p - pt * per), mask=pt < n_tiles, other=KEY_PAD, cache_modifier=".cg")
     co = tl.arange(0, CHUNK)
@@ -577,7 +584,8 @@ def _merge_threshold(cbase, sbase, n_tiles):
         tl.debug_barrier()  # the compacted keys were written by other threads of this program
         lane = tl.arange(0, MCAP)
         few = n_gt < K_C
-        n_tie = tl.minimum(tl.maximum(K_C - n_gt, 0), n_eq)
+        short = K_C - n_gt  # (assigned first, as ceil and share above)
+        n_tie = tl.minimum(tl.maximum(short, 0), n_eq)
         # few above theta: lanes 0..31 hold them, lanes 32..63 the first ties; else lanes 0..n_gt-1
         idx = tl.where(few & (lane >= K_C), MCAP + lane - K_C, lane)
         live = tl.where(few, tl.where(lane < K_C, lane < n_gt, lane - K_C < n_tie), lane < n_gt)
