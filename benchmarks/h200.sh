@@ -100,7 +100,7 @@ ab)
     ;;
 variants)
     dtypes=${VAR_DTYPES:-bf16,fp16,fp32}
-    plans16=${VAR_PLANS16:-old16,t8192,t16384,t8192-r80,t16384-r96,old16}
+    plans16=${VAR_PLANS16:-old16,s16-8192,s16-16384,s16-8192-r80,s16-16384-r96,old16}
     sel=(--batches "${VAR_BATCHES:-1,4,16,64,256}" --fp32-batches "${VAR_FP32_BATCHES:-1,64}"
          --floors read-skeleton --replays 200)
     for d in ${dtypes//,/ }; do

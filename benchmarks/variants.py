@@ -70,12 +70,14 @@ PLANS: dict[str, dict[str, Any]] = {
     "t12288-uncapped": {"tile": 12288, "maxnreg": None, "stagger_wave": 2},
     "t12288-st900": {"tile": 12288, "stagger": 901},
     "t12288-w2": {"tile": 12288, "stagger_wave": 2},
-    # 16-bit logits (DESIGN.md "The 16-bit tile"): the binary32 tile on their widening (the design
-    # before the 16-bit tile), the 16-bit tile of 8,192 (at 96 and 80 registers: five and six programs
-    # per SM) and of 16,384 (at 128 and 96: four and five)
+    # 16-bit logits (DESIGN.md "The 16-bit tile"): the binary32 tile on their widening (the default,
+    # the design before the 16-bit tile), the 16-bit tile (select16) of 8,192 (at 96 and 80
+    # registers: five and six programs per SM) and of 16,384 (at 128 and 96: four and five)
     "old16": {"tile": 8192, "select16": False},
-    "t16384": {"tile": 16384},
-    "t16384-r96": {"tile": 16384, "maxnreg": 96, "stagger_wave": 5},
+    "s16-8192": {"tile": 8192, "select16": True},
+    "s16-8192-r80": {"tile": 8192, "maxnreg": 80, "stagger_wave": 6, "select16": True},
+    "s16-16384": {"tile": 16384, "select16": True},
+    "s16-16384-r96": {"tile": 16384, "maxnreg": 96, "stagger_wave": 5, "select16": True},
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
 FLOORS = ("torch-topk-softmax-multinomial", "torch-argmax", "read-skeleton", "copy", "launch-floor")

@@ -207,11 +207,12 @@ PLANS: dict[str, dict[str, Any]] = {
     "poll": {"tile": 4096, "poll": True},
     "two_parts": {"tile": 8192},  # (the default tile)
     "three_parts": {"tile": 12288},  # (three parts: kp.TILE_3)
-    # 16-bit logits: the 16-bit tile (tile16_jit) of 16,384 in four parts (the default from B = 14 at
-    # V = 163,840), with the GPU's ordering too; and 16-bit logits widened into the binary32 tile
-    "four_parts": {"tile": 16384},
-    "four_parts_bitonic": {"tile": 16384, "by_count": False},
-    "four_parts_poll": {"tile": 16384, "poll": True},  # (the GPU's polling merge on its tagged words)
+    # 16-bit logits: the 16-bit tile (tile16_jit; opt-in, select16) of 16,384 in four parts and of
+    # 8,192 in two, with the GPU's ordering too; the default widens them into the binary32 tile
+    "four_parts": {"tile": 16384, "select16": True},
+    "four_parts_bitonic": {"tile": 16384, "by_count": False, "select16": True},
+    "four_parts_poll": {"tile": 16384, "poll": True, "select16": True},  # (the polling merge's words)
+    "two_parts_16": {"tile": 8192, "select16": True},
     "two_parts_widened": {"tile": 8192, "select16": False},
     "small_tiles": {"tile": 64},
     # the hot pairs' lists reloaded tagged (merge_jit._tagged_lists)

@@ -84,12 +84,26 @@ def test_the_profile_run_agrees_with_the_reference_and_leaves_no_segment(workers
 
 def test_a_stopped_profile_run_leaves_no_segment(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    args = ["--bulk", "100000000", "--shapes", "V=70000 B=16..32", "--workers", "2", "--no-vectors"]
+    args += ["--no-invalid", "--no-fuzz", "--accumulated", "0", "--no-progress"]
     proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "dyadic24", "conform", "--impl", "dyadic24.reference.fast:propose_fast",
-         "--bulk", "100000000", "--shapes", "V=70000 B=16..32", "--workers", "2", "--no-vectors", "--no-invalid",
-         "--no-fuzz", "--accumulated", "0", "--no-progress"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "dyadic24",
+            "conform",
+            "--impl",
+            "dyadic24.reference.fast:propose_fast",
+            *args,
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     time.sleep(10)
     os.killpg(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=60)

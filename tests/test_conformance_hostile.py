@@ -506,3 +506,13 @@ def test_json_report_counts(here: Path, tmp_path: Path) -> None:
     assert doc["subject"] == "hostile_subjects:partial_trace" and doc["label"] == "L"
     impl = doc["implementations"][0]
     assert 0 < impl["trace_keys"][0] < impl["trace_keys"][1]
+
+
+def test_workers_are_capped_by_the_cpus(here: Path) -> None:
+    proc = conform(
+        here, "--impl", "hostile_subjects:prints", "--bulk", "40", "--workers", "1000", "--no-vectors",
+        "--no-invalid", "--no-fuzz", "--accumulated", "0", "--no-progress",
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    used = int(re.search(r"(\d+) reference workers", proc.stdout).group(1))  # type: ignore[union-attr]
+    assert 1 <= used <= (os.cpu_count() or 1)

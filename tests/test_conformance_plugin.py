@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from dyadic24.conformance.invalid import cases_for
+from dyadic24.vectors import store
 
 pytest_plugins = ["pytester"]
 
@@ -68,7 +72,10 @@ def test_the_readme_recipe_gives_the_verdict_and_passes(project: pytest.Pytester
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert verdict(result) == "CONFORMANT"
     assert 'label "abc123"' in result.stdout.str()
-    result.assert_outcomes(passed=343, skipped=9)  # the project's own test, 342 checks, 9 bfloat16 forms
+    vectors = list(store.iter_vectors())
+    forms = Counter(v.narrow_format for v in vectors)
+    checks = len(vectors) + forms["binary16"] + len(cases_for(True)) + 2  # + accumulated and fuzz
+    result.assert_outcomes(passed=1 + checks, skipped=forms["bfloat16"])  # + the project's own test
 
 
 def test_collection_counts_the_items(project: pytest.Pytester) -> None:

@@ -99,6 +99,20 @@ def cases() -> list[Case]:
                 checks=[argmax_is((1, 1), "a* the largest subnormal")],
             )
         )
+    # the same at V = 200 among negative binary16 normals, greedy and sampled rows in one call: the
+    # largest two (1023 and 1000 x 2^-24) at high IDs, equal after a flush to zero with every other
+    # non-negative subnormal below them
+    wide_row = [int(np.float16(-1.0 - i / 256).astype(np.float32).view(np.uint32)) for i in range(200)]
+    for at, k in ((17, 7), (150, 1000), (199, 1023), (3, 1)):
+        wide_row[at] = sub16(k)
+    out.append(
+        case(
+            "binary16 subnormal maxima among negative binary16 normals (V = 200), greedy and sampled",
+            ["binary16_representable", "binary16_subnormal_max"],
+            [row(wide_row, PZERO, narrow="binary16"), row(wide_row, ONE, narrow="binary16")],
+            checks=[argmax_is((199, 199), "a* the largest subnormal")],
+        )
+    )
     ties = np.full(40, 0x40400000, dtype=np.uint32)
     ties[::3] = 0x40410000
     out.append(

@@ -4,7 +4,7 @@ the files; edit the spec or the vectors, regenerate, then rewrite this module.""
 PACKAGE = "1.1.0"
 SPEC_FILE = "dyadic24-floor-first-v1.md"
 SPEC_SHA256 = "cf9ccc27bfbf72e34cfa9946496cc2295355c95e7e520b3bdb9cb9038162e653"
-VECTORS_SHA256 = "5bb9698050ffc8f5a0c55d48c183ea6e3cc737ee7d31814f669d8208d375f4de"
+VECTORS_SHA256 = "b7bd4618c9749b9acbaace81bf0763283e7384ea90c41032d9ce343516f5d454"
 FILES = {
     "accumulated.json": "2ec2a7edb68be1b6ebeed323d624629f5145b365d3726b605a119e5836ea3561",
     "golden_allocation.json": "463493a5ac87ff842f579cbc70be617843605154db437cbed2911efbbcc1e9c4",
@@ -16,5 +16,5 @@ FILES = {
     "golden_order.json": "4be91b340cce360572792f8b420a7cbf2393ebc100110076e998f44113676dd3",
     "golden_status.json": "154d8081aa6656a0021391c7727855444eb3ee3b47a55df2e285ded4907c31e1",
     "golden_tree.json": "d33867ceaff75705fe9633fb3a4ff17c82cb6e011b62b079846fcce0eb40362d",
-    "golden_widening.json": "37d3b12680247b04f3e91188f51b7feab11909d11a7f99251ca2a6cb33bc39ee",
+    "golden_widening.json": "7167069740213c70d0f83ee2e833eaf7557c6c4b5a6d5d702785dda4719f3917",
 }
