@@ -16,6 +16,10 @@ these sessions add:
   kernel and conformance tests in the interpreter, then the bundled kernel's conformance run.
 - ``reference-3.12``: Python 3.12 and the lowest numpy supported (2.0), without torch: the reference,
   vectors and conformance tests (the kernel tests skip themselves).
+
+On two shared cores (fresh clone of 9d19f49, 2026-12-06): kernels-3.13 26 minutes (install 1.5, tests
+9.3, the conform run 14.2: its accumulated check 12), reference-3.12 4; with the README's command
+(about 10), CI stays well inside its 90 minutes.
 """
 
 from __future__ import annotations
