@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -135,60 +136,40 @@ def wrong_on_binary16(
     return out
 
 
-def partial_trace(
-    logits: Any,
-    temperature: Any,
-    seed: Any,
-    round: Any,
-    position: Any,
-    *,
-    tau: Any = 0.7,
-    trace: bool = False,
-) -> Any:
-    """A trace of status and path only: allowed (clause 12.3), and counted as such."""
-    out = propose_fast(logits, temperature, seed, round, position, tau=tau, trace=trace)
-    if trace and out.trace is not None:
-        rows = [{"status": r.as_json()["status"], "path": r.as_json()["path"]} for r in out.trace]
-        return Proposal(out.status, out.token, out.ids, out.tickets, rows)  # type: ignore[arg-type]
-    return out
+def _traced(edit: Callable[[dict[str, Any]], dict[str, Any]], doc: str) -> Callable[..., Any]:
+    """The fast reference with each row trace's JSON form passed through ``edit`` (outputs right)."""
+
+    def propose(
+        logits: Any,
+        temperature: Any,
+        seed: Any,
+        round: Any,
+        position: Any,
+        *,
+        tau: Any = 0.7,
+        trace: bool = False,
+    ) -> Any:
+        out = propose_fast(logits, temperature, seed, round, position, tau=tau, trace=trace)
+        if trace and out.trace is not None:
+            rows = [edit(r.as_json()) for r in out.trace]
+            return Proposal(out.status, out.token, out.ids, out.tickets, rows)  # type: ignore[arg-type]
+        return out
+
+    propose.__doc__ = doc
+    return propose
 
 
-def wrong_partial_trace(
-    logits: Any,
-    temperature: Any,
-    seed: Any,
-    round: Any,
-    position: Any,
-    *,
-    tau: Any = 0.7,
-    trace: bool = False,
-) -> Any:
-    """Outputs right; the one trace key it reports (path) is wrong on sampled rows."""
-    out = propose_fast(logits, temperature, seed, round, position, tau=tau, trace=trace)
-    if trace and out.trace is not None:
-        rows = [
-            {"path": "greedy" if r.as_json()["path"] == "sampled" else r.as_json()["path"]} for r in out.trace
-        ]
-        return Proposal(out.status, out.token, out.ids, out.tickets, rows)  # type: ignore[arg-type]
-    return out
-
-
-def mistyped_trace(
-    logits: Any,
-    temperature: Any,
-    seed: Any,
-    round: Any,
-    position: Any,
-    *,
-    tau: Any = 0.7,
-    trace: bool = False,
-) -> Any:
-    """Outputs right; the trace's m is a number, not 8 hex digits (clause 12.3)."""
-    out = propose_fast(logits, temperature, seed, round, position, tau=tau, trace=trace)
-    if trace and out.trace is not None:
-        rows = [{**r.as_json(), "m": 5} for r in out.trace]
-        return Proposal(out.status, out.token, out.ids, out.tickets, rows)  # type: ignore[arg-type]
-    return out
+partial_trace = _traced(
+    lambda r: {"status": r["status"], "path": r["path"]},
+    "A trace of status and path only: allowed (clause 12.3), and counted as such.",
+)
+wrong_partial_trace = _traced(
+    lambda r: {"path": "greedy" if r["path"] == "sampled" else r["path"]},
+    "The one trace key it reports (path) is wrong on sampled rows.",
+)
+mistyped_trace = _traced(
+    lambda r: {**r, "m": 5}, "The trace's m is a number, not 8 hex digits (clause 12.3)."
+)
 
 
 def bf16_declared(

@@ -50,6 +50,19 @@ def conform(cwd: Path, *args: str, timeout: float = 300) -> subprocess.Completed
     )
 
 
+def started(cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """A conform run of the slow subject in a session of its own, to be signalled as a terminal does."""
+    return subprocess.Popen(
+        [PY, "-P", "-m", "dyadic24", "conform", "--impl", "hostile_subjects:slow", "--workers", "2", *args],
+        cwd=cwd,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def verdict(proc: subprocess.CompletedProcess[str]) -> str:
     last = proc.stdout.strip().splitlines()[-1]
     m = FINAL.match(last)
@@ -358,15 +371,7 @@ def test_a_bundled_implementation_that_cannot_run_makes_the_run_reduced(here: Pa
 def test_one_signal_ends_the_run_with_its_partial_report(
     here: Path, sig: int, args: list[str], status: int
 ) -> None:
-    proc = subprocess.Popen(
-        [PY, "-P", "-m", "dyadic24", "conform", "--impl", "hostile_subjects:slow", "--no-progress", *args],
-        cwd=here,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = started(here, "--no-progress", *args)
     time.sleep(8)
     os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C or an outer `timeout` sends it
     start = time.monotonic()
@@ -424,31 +429,8 @@ def test_bad_sizes_are_one_line_usage_errors(here: Path, args: list[str], named:
 
 
 def test_a_huge_bulk_starts_at_once(here: Path) -> None:
-    proc = subprocess.Popen(
-        [
-            PY,
-            "-P",
-            "-m",
-            "dyadic24",
-            "conform",
-            "--impl",
-            "hostile_subjects:slow",
-            "--bulk",
-            str(10**15),
-            "--no-vectors",
-            "--no-invalid",
-            "--no-fuzz",
-            "--accumulated",
-            "0",
-            "--workers",
-            "1",
-        ],
-        cwd=here,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    proc = started(
+        here, "--bulk", str(10**15), "--no-vectors", "--no-invalid", "--no-fuzz", "--accumulated", "0"
     )
     time.sleep(12)
     os.killpg(proc.pid, signal.SIGINT)
