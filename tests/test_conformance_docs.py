@@ -50,3 +50,11 @@ def test_every_protocol_example_is_what_the_runner_accepts() -> None:
     tau, unparsed = _json_lines("protocol-errors")
     assert jsonl.decode_response(tau, 2).error_argument == "tau"
     assert jsonl.decode_response(unparsed, 2).error_argument is None
+
+
+def test_the_usage_paragraph_is_compared_without_its_line_breaks() -> None:
+    """argparse wraps the usage line at other places on Python 3.13 than on 3.11 and 3.12."""
+    assert docs.normalized("usage: a [-h]\n     (--x | --y)\n\nrest") == docs.normalized(
+        "usage: a [-h] (--x |\n  --y)\n\nrest"
+    )
+    assert docs.normalized("usage: a [-h]\n\nrest") != docs.normalized("usage: a [-q]\n\nrest")
