@@ -68,7 +68,7 @@ import numpy.typing as npt
 
 from dyadic24.api import TAU_DEFAULT_BITS, CallInputs, Proposal
 from dyadic24.conformance.bulk_rows import NINF, PINF, family_rows, in_format, src, temperatures, u64s
-from dyadic24.conformance.compare import RowOutput, compare_outputs
+from dyadic24.conformance.compare import compare_outputs
 from dyadic24.conformance.impls import Implementation
 from dyadic24.conformance.jsonl import Call
 from dyadic24.conformance.report import BulkFailure, BulkResult
@@ -182,7 +182,9 @@ class BulkCall:
     plan: Plan
     call: Call
     families: tuple[str, ...]
-    segment: Any = field(default=None, compare=False)  # the shared memory holding the logits, if any
+    # the shared memory holding the logits, if any: its name from a worker, the mapped segment once
+    # the runner attached it (_attached)
+    segment: Any = field(default=None, compare=False)
 
 
 @cache
@@ -387,24 +389,21 @@ def _expected(task: Task) -> tuple[BulkCall, Proposal]:
     empty = CallInputs(
         np.zeros((i.batch, 0), np.float32), i.temperature, i.seed, i.round, i.position, i.tau_bits
     )
-    return BulkCall(c.plan, Call(empty, c.call.fmt), c.families, (i.vocab, seg.name)), expected
+    return BulkCall(c.plan, Call(empty, c.call.fmt), c.families, seg.name), expected
 
 
 def _attached(bc: BulkCall) -> BulkCall:
     """The call of a worker's segment, its arrays views of the segment (``segment`` keeps it open)."""
     if bc.segment is None:
         return bc
-    vocab, name = bc.segment
-    seg = shared_memory.SharedMemory(name=name)
+    seg = shared_memory.SharedMemory(name=bc.segment)
     i = bc.call.inputs
-    shape = (i.batch, vocab)
-    at, narrow, narrow_shm = 0, None, None
-    if bc.call.fmt != "binary32":
-        narrow = np.ndarray(shape, np.uint16, buffer=seg.buf)
-        narrow_shm, at = (name, 0), narrow.nbytes
-    wide = np.ndarray(shape, np.float32, buffer=seg.buf, offset=at)
+    shape = (i.batch, bc.plan.vocab)
+    narrow = None if bc.call.fmt == "binary32" else np.ndarray(shape, np.uint16, buffer=seg.buf)
+    wide = np.ndarray(shape, np.float32, buffer=seg.buf, offset=0 if narrow is None else narrow.nbytes)
     inputs = CallInputs(wide, i.temperature, i.seed, i.round, i.position, i.tau_bits)
-    call = Call(inputs, bc.call.fmt, narrow, narrow_shm if narrow is not None else (name, at))
+    # the call's own words lead the segment, whatever its format
+    call = Call(inputs, bc.call.fmt, narrow, (bc.segment, 0))
     return BulkCall(bc.plan, call, bc.families, seg)
 
 
@@ -561,12 +560,8 @@ def _compare_call(
         for r in rows_bad:
             if len(result.failures) >= max_failures:
                 break
-            div = compare_outputs(f"bulk call {bc.plan.index}", r, row_output(g, r), _row(want, r))
+            div = compare_outputs(f"bulk call {bc.plan.index}", r, row_output(g, r), row_output(want, r))
             assert div is not None
             result.failures.append(
                 BulkFailure(bc.plan.index, r, bc.families[r], div, reproducer(impl, single_row(call, r)))
             )
-
-
-def _row(p: Proposal, r: int) -> RowOutput:
-    return row_output(p, r)

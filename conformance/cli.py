@@ -371,15 +371,12 @@ def _run(args: argparse.Namespace) -> int:
             report.implementations.append(entry)
             try:
                 _check(impl, args, vectors, entry)
-            except Interrupted:
-                entry.interrupted = "signal"
+            except Interrupted as exc:
+                entry.interrupted = exc.name
                 raise
     except Interrupted as exc:
         stopped = exc
         report.interrupted = exc.name
-        for entry in report.implementations:
-            if entry.interrupted is not None:
-                entry.interrupted = exc.name
     finally:
         for _, impl, _ in impls:
             if impl is not None:

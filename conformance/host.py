@@ -231,33 +231,19 @@ def _invoke(subject: _Subject, header: dict[str, Any], arrays: Arrays, words: np
 
 
 def _invalid(subject: _Subject, header: dict[str, Any]) -> bytes:
-    from dyadic24.api import ArgumentError
+    from dyadic24.conformance.impls import invalid_result
     from dyadic24.conformance.invalid import CASES
 
-    case = next(c for c in CASES if c.name == header["case"])
-    args, kwargs = case.python()
-    try:
-        subject.func(*args, **kwargs)
-    except ArgumentError as exc:
-        try:
-            argument = exc.argument if isinstance(exc.argument, str) else None
-        except BaseException:
-            argument = None
-        return pack({"raised": "ArgumentError", "argument": argument, "error": describe(exc)})
-    except BaseException as exc:
-        return pack({"raised": type(exc).__name__, "argument": None, "error": describe(exc)})
-    return pack({"raised": None, "argument": None, "error": None})
+    got = invalid_result(subject.func, next(c for c in CASES if c.name == header["case"]))
+    return pack({"error": got.error, "argument": got.argument})
 
 
 def _exp(subject: _Subject, header: dict[str, Any]) -> bytes:
-    from dyadic24.conformance.impls import to_numpy
+    from dyadic24.conformance.impls import exp_words
 
     assert subject.exp is not None
     start, count = int(header["start"]), int(header["count"])
-    z = np.arange(start, start + count, dtype=np.uint64).astype(np.uint32)
-    out = to_numpy(subject.exp(z))
-    if out.dtype == np.float32:
-        out = out.view(np.uint32)
+    out = exp_words(subject.exp, start, count)
     if out.dtype != np.uint32 or out.shape != (count,):
         return pack(
             {"error": f"the exp routine returned {out.dtype} {list(out.shape)}, expected uint32 [{count}]"}
@@ -276,9 +262,8 @@ def serve(origin: str, exp_target: str | None) -> int:
         ipc_out.write(data)
         ipc_out.flush()
 
-    sys.path.insert(
-        0, os.getcwd()
-    )  # after dyadic24 is loaded: the subject's modules, as python -m finds them
+    # after dyadic24 is loaded: the subject's modules, found from the current directory as python -m does
+    sys.path.insert(0, os.getcwd())
     try:
         subject = _Subject(origin, exp_target)
     except CannotRunHereError as exc:

@@ -182,6 +182,43 @@ def _logits(call: Call) -> Any:
     return torch.from_numpy(call.narrow.copy().view(np.int16)).view(torch.bfloat16)
 
 
+def _argument(exc: ArgumentError) -> str | None:
+    """The argument an ArgumentError names, if it names one as a string (a subject's may not)."""
+    try:
+        argument = getattr(exc, "argument", None)
+    except Interrupted:
+        raise
+    except BaseException:
+        return None
+    return argument if isinstance(argument, str) else None
+
+
+def invalid_result(func: Callable[..., Any], case: Any) -> CallResult:
+    """One invalid call of dyadic24.conformance.invalid (its Python form) to ``func``: the error must be
+    an ArgumentError naming the argument (clause 1.5); any other exception, SystemExit included, is the
+    wrong answer; returning is accepting it. Only the runner's own stop signal passes through."""
+    from dyadic24.conformance.host import describe
+
+    args, kwargs = case.python()
+    try:
+        func(*args, **kwargs)
+    except Interrupted:
+        raise
+    except ArgumentError as exc:
+        return CallResult(None, error=f"raised {describe(exc)}", clause="1.5", argument=_argument(exc))
+    except BaseException as exc:
+        return CallResult(None, error=f"raised {describe(exc)}, not ArgumentError", clause="1.5")
+    return CallResult(None, error=ACCEPTED, clause="1.5")
+
+
+def exp_words(exp: Callable[..., Any], start: int, count: int) -> npt.NDArray[Any]:
+    """An exp routine's answer for the binary32 patterns z = start .. start + count - 1, as numpy
+    (binary32 results as their uint32 patterns); its dtype and shape are the caller's to check."""
+    z = np.arange(start, start + count, dtype=np.uint64).astype(np.uint32)
+    out = to_numpy(exp(z))
+    return out.view(np.uint32) if out.dtype == np.float32 else out
+
+
 def invoke(func: Callable[..., Any], call: Call, want_trace: bool) -> CallResult:
     """One clause-12.2 call of ``func``; whatever it raises or returns becomes a CallResult. Only the
     runner's own stop signal (Interrupted) passes through: a subject's KeyboardInterrupt, SystemExit
@@ -204,13 +241,7 @@ def invoke(func: Callable[..., Any], call: Call, want_trace: bool) -> CallResult
     except Interrupted:
         raise
     except ArgumentError as exc:
-        argument = getattr(exc, "argument", None)
-        return CallResult(
-            None,
-            error=f"raised {describe(exc)}",
-            clause="1.5",
-            argument=argument if isinstance(argument, str) else None,
-        )
+        return CallResult(None, error=f"raised {describe(exc)}", clause="1.5", argument=_argument(exc))
     except BaseException as exc:
         return CallResult(None, error=f"raised {describe(exc)}")
     try:
@@ -259,16 +290,7 @@ class PythonImplementation(Implementation):
         return invoke(self.func, call, trace and self.traces)
 
     def invalid(self, case: Any) -> CallResult:
-        args, kwargs = case.python()
-        try:
-            self.func(*args, **kwargs)
-        except ArgumentError as exc:
-            return CallResult(None, error=f"raised ArgumentError: {exc}", clause="1.5", argument=exc.argument)
-        except Exception as exc:  # the wrong kind of error is a finding (clause 12.2: ArgumentError)
-            return CallResult(
-                None, error=f"raised {type(exc).__name__}, not ArgumentError: {exc}", clause="1.5"
-            )
-        return CallResult(None, error=ACCEPTED, clause="1.5")
+        return invalid_result(self.func, case)
 
     @property
     def has_exp(self) -> bool:
@@ -276,11 +298,7 @@ class PythonImplementation(Implementation):
 
     def exp(self, start: int, count: int) -> npt.NDArray[np.uint32]:
         assert self._exp is not None
-        z = np.arange(start, start + count, dtype=np.uint64).astype(np.uint32)
-        out = np.asarray(to_numpy(self._exp(z)))
-        if out.dtype == np.float32:
-            out = out.view(np.uint32)
-        return out.astype(np.uint32, copy=False).reshape(-1)
+        return exp_words(self._exp, start, count).astype(np.uint32, copy=False).reshape(-1)
 
 
 class SubjectError(Exception):
@@ -396,16 +414,13 @@ class HostedImplementation(Implementation):
             reply, _ = self._exchange({"op": "invalid", "case": case.name})
         except SubjectGoneError as exc:
             return CallResult(None, error=str(exc), clause="1.5")
-        raised = reply.get("raised")
-        if raised is None:
-            return CallResult(None, error=ACCEPTED, clause="1.5")
-        text = clip(str(reply.get("error")))
-        if raised == "ArgumentError":
-            argument = reply.get("argument")
-            return CallResult(
-                None, error=text, clause="1.5", argument=argument if isinstance(argument, str) else None
-            )
-        return CallResult(None, error=f"raised {text}, not ArgumentError", clause="1.5")
+        argument = reply.get("argument")  # (the host's invalid_result, as sent)
+        return CallResult(
+            None,
+            error=clip(str(reply.get("error"))),
+            clause="1.5",
+            argument=argument if isinstance(argument, str) else None,
+        )
 
     @property
     def has_exp(self) -> bool:

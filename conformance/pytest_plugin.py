@@ -214,37 +214,21 @@ class Conformance(pytest.Collector):
 
 def _vector_check(vector: Any, fmt: str, trace: bool) -> Callable[[Any], tuple[list[str], dict[str, Any]]]:
     def check(impl: Any) -> tuple[list[str], dict[str, Any]]:
-        from dyadic24.conformance.runner import compare_call, trace_keys, vector_calls, widening
+        from dyadic24.conformance.runner import check_vector, vector_calls
         from dyadic24.vectors import store
 
         if fmt not in impl.formats:
             pytest.skip(f"{NOT_TAKEN}: the subject does not take {fmt} logits")
         call = next(c for c in vector_calls(vector, impl.formats) if c.fmt == fmt)
-        got = impl.call(call, trace)
-        label = f"tcId {vector.tc_id}" + ("" if fmt == "binary32" else f" ({fmt})")
-        divs = compare_call(
-            label,
-            impl,
-            call,
-            got,
-            expected=vector.expected,
-            expected_trace=vector.expected_trace,
-            trace=trace,
-        )
-        keys = trace_keys(got.trace, vector.expected_trace if impl.traces and trace else None)
-        if divs and fmt != "binary32":  # as the CLI does: a widening mistake where binary32 passes
-            base = next(c for c in vector_calls(vector, impl.formats) if c.fmt == "binary32")
-            again = impl.call(base, trace)
-            kw = {"expected": vector.expected, "expected_trace": vector.expected_trace, "trace": trace}
-            if not compare_call(f"tcId {vector.tc_id}", impl, base, again, **kw):
-                divs = [widening(d) for d in divs]
-        problems = [d.message() for d in divs]
-        if divs:
+        result = check_vector(impl, vector, call, trace=trace)
+        problems = [d.message() for d in result.divergences]
+        if result.divergences:
             notes = store.flag_notes()
+            first = result.divergences[0].clause
             problems += [
                 f"[{flag}] {notes[flag]['text']}"
                 for flag in vector.flags
-                if flag in notes and divs[0].clause in notes[flag]["clauses"]
+                if flag in notes and first in notes[flag]["clauses"]
             ]
         record = {
             "kind": "vector",
@@ -252,9 +236,9 @@ def _vector_check(vector: Any, fmt: str, trace: bool) -> Callable[[Any], tuple[l
             "tcId": vector.tc_id,
             "format": fmt,
             "rows": vector.batch,
-            "passed": not divs,
-            "traced": got.trace is not None,
-            "traceKeys": list(keys),
+            "passed": result.passed,
+            "traced": result.traced,
+            "traceKeys": list(result.trace_keys),
         }
         return problems, record
 

@@ -239,25 +239,6 @@ def load_release() -> Release:
     return Release(spec, set_sha256(hashes), texts)
 
 
-def verify_spec() -> str:
-    """The spec's SHA-256, if it is the release's; else VectorDataError naming the file and both hashes."""
-    got = spec_sha256()
-    _check_pin(spec_path(), got, str(release()["specSha256"]), "spec file")
-    return got
-
-
-def verify_files(paths: Sequence[Path]) -> None:
-    """Each file's JSON text hashes to the release's value for its name (VectorDataError otherwise)."""
-    pins: dict[str, str] = release()["files"]
-    for path in paths:
-        want = pins.get(path.name)
-        if want is None:
-            raise VectorDataError(
-                path, f"is not a file of this release's vector set (dyadic24 {release()['package']})"
-            )
-        _check_pin(path, file_sha256(path), want, "vector file")
-
-
 def verify_release(names: Sequence[str] | None = None) -> tuple[str, str]:
     """Check the spec and every vector file against the release (``names``, if given, must name
     files of it); returns (spec sha256, vector-set sha256) computed from the bytes read."""
