@@ -106,11 +106,14 @@ def tile16(
     full = first_id + TILE <= V
     base = logits_ptr + (row * V + first_id)
     # (a full tile's loads unmasked in one block: all P R of a thread's 16-byte loads in flight before
-    # the first use, as tile_jit._tile_bits; lanes past V read as -inf)
+    # the first use, as tile_jit._tile_bits; lanes past V are -inf, set by a select after the load:
+    # as the load's `other`, the last tile of a V divisible by 16 read NaN on an H100 (DESIGN.md "The
+    # 16-bit tile"))
     if full:
         raw = tl.load(base + loc)
     else:
-        raw = tl.load(base + loc, mask=inb, other=NEG_INF_BF16 if SRC == SRC_BF16 else NEG_INF_F16)
+        neg_inf = NEG_INF_BF16 if SRC == SRC_BF16 else NEG_INF_F16
+        raw = tl.where(inb, tl.load(base + loc, mask=inb), neg_inf).to(tl.int16)
     x = _values(raw, SRC)
     # column maxima, NaN-propagating: the widening is exact and ptxas keeps these maxima in 16-bit
     # packed form; the parts' first, so that the first use needs every load (one DRAM round trip)
