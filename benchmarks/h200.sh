@@ -11,7 +11,8 @@
 #                                    --exp-sweep`, kernels/bulk_fuzz.py's 10^6 rows, compute-sanitizer
 #                                    memcheck and racecheck, gpu_check (smoke, graph replays, custom op,
 #                                    the kernel's exp path); each under a timeout, so one that hangs
-#                                    leaves the others'
+#                                    leaves the others'; and the default plan on the selection tests'
+#                                    rows and fuzz rows in all three formats (benchmarks/variants.py --rows)
 #   AFTER=<commit> BEFORE=<commit> bash benchmarks/h200.sh ab
 #                                    this tree and .before/ (a `git archive` of the commit BEFORE,
 #                                    carried) alternately, twice, after compiling both side by side, at
@@ -23,10 +24,11 @@
 #                                    benchmarks/variants.py's plans timed in one process (DESIGN.md
 #                                    "The 16-bit tile"): VAR_DTYPES (default bf16,fp16,fp32) at
 #                                    VAR_BATCHES (default 1,4,16,64,256; binary32 at VAR_FP32_BATCHES,
-#                                    default 1,64), VAR_PLANS16 on 16-bit logits (default old16, the
-#                                    design before, then the 16-bit tile's candidates, then old16 again
-#                                    for the spread) and VAR_PLANS on binary32 (default: the default
-#                                    plan), the read-only skeleton in every case; before it, untimed and in parallel: one --warm process
+#                                    default 1,64), VAR_PLANS16 on 16-bit logits (default: the default
+#                                    plan, the 16-bit tile's geometries, the default again for the
+#                                    spread) and VAR_PLANS on binary32 (default: the default plan),
+#                                    the read-only skeleton in every case; before it, untimed and in
+#                                    parallel: one --warm process
 #                                    per format and plan (the Triton cache then holds every kernel), the
 #                                    16-bit plans against the fast reference on the selection tests' rows
 #                                    and VAR_FUZZ fuzz rows at V = 163,840, B = 64 (one process per
@@ -70,9 +72,15 @@ report)
     done
     timeout 150 python -m dyadic24.kernels.gpu_check --out "$o/g" --only smoke,graph,custom_op,exp_sweep --replays 5000 \
         >"$o/gpu_check.log" 2>&1 &
+    # the selection tests' rows (tests/kernel_rows.py: every row kind, sampled and greedy, at V = 9,001
+    # and 40,000, a partial last tile with and without 16-byte loads) and fuzz rows, default plan
+    timeout 240 python benchmarks/variants.py --out "$o/rows" --dtypes fp32,bf16,fp16 --batches "" --rows \
+        --fuzz 256 --fuzz-vocabs 40000,50000,163840 --fuzz-batch 64 --fuzz-plans default >"$o/rows.log" 2>&1 &
     wait
+    rm -rf "$o/rows"
     echo "report: done"
     tail -n 14 "$o/conform.txt"; tail -n 4 "$o/bulk.log" "$o"/memcheck.log "$o"/racecheck.log "$o/gpu_check.log"
+    grep -E "^(fuzz|rows):" "$o/rows.log"
     ;;
 ab)
     : "${BEFORE:?the commit of .before/}"
@@ -100,7 +108,7 @@ ab)
     ;;
 variants)
     dtypes=${VAR_DTYPES:-bf16,fp16,fp32}
-    plans16=${VAR_PLANS16:-old16,s16-8192,s16-16384,s16-8192-r80,s16-16384-r96,old16}
+    plans16=${VAR_PLANS16:-default,t8192,t16384,t8192-r80,t16384-r96,default}
     sel=(--batches "${VAR_BATCHES:-1,4,16,64,256}" --fp32-batches "${VAR_FP32_BATCHES:-1,64}"
          --floors read-skeleton --replays 200)
     for d in ${dtypes//,/ }; do

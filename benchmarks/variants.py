@@ -1,15 +1,15 @@
 """Launch-plan variants of the dyadic24 kernel, timed and bit-checked in one GPU process (issue "perf").
 
 For every logits format (--dtypes) and batch size B (V = 163,840 unless --vocab): CUDA-graph replays of
-depth 5 (as in bench_propose.py) for each named plan (PLANS: the tile, its register cap, the stagger,
-the 16-bit tile or not), with sampled (T = 1) and greedy (T = 0) rows, plus --floors (the read-only
-skeleton, a copy, the torch sampler, argmax, the launch floor) in the same process; before timing,
-every plan's outputs on the same inputs are compared bit for bit with the first plan's. --parts also
-times the tile stage alone and the merge stage alone (the merge that waits: a polling merge alone
-would wait for tile words of its next epoch). --fuzz N checks each of --fuzz-plans without trace
-against the fast reference on N fuzz rows (all families, several V, every format of --dtypes).
---warm runs every case once without timing: the Triton cache then holds every kernel, so that several
---warm processes compile in parallel before one timed run (h200.sh variants).
+depth 5 (as in bench_propose.py) for each named plan (PLANS: the tile, its register cap, the stagger),
+with sampled (T = 1) and greedy (T = 0) rows, plus --floors (the read-only skeleton, a copy, the torch
+sampler, argmax, the launch floor) in the same process; before timing, every plan's outputs on the same
+inputs are compared bit for bit with the first plan's. --parts also times the tile stage alone and the
+merge stage alone (the merge that waits: a polling merge alone would wait for tile words of its next
+epoch). --fuzz N checks each of --fuzz-plans without trace against the fast reference on N fuzz rows
+(all families, several V, every format of --dtypes). --warm runs every case once without timing: the
+Triton cache then holds every kernel, so that several --warm processes compile in parallel before one
+timed run (h200.sh variants).
 
 --clustered raises the first 512 token IDs of every row so that the row's top 32 share a tile (the
 merge pool's check then finds a hot pair, as for vocabularies whose frequent tokens have low IDs).
@@ -70,14 +70,10 @@ PLANS: dict[str, dict[str, Any]] = {
     "t12288-uncapped": {"tile": 12288, "maxnreg": None, "stagger_wave": 2},
     "t12288-st900": {"tile": 12288, "stagger": 901},
     "t12288-w2": {"tile": 12288, "stagger_wave": 2},
-    # 16-bit logits (DESIGN.md "The 16-bit tile"): the binary32 tile on their widening (the default,
-    # the design before the 16-bit tile), the 16-bit tile (select16) of 8,192 (at 96 and 80
-    # registers: five and six programs per SM) and of 16,384 (at 128 and 96: four and five)
-    "old16": {"tile": 8192, "select16": False},
-    "s16-8192": {"tile": 8192, "select16": True},
-    "s16-8192-r80": {"tile": 8192, "maxnreg": 80, "stagger_wave": 6, "select16": True},
-    "s16-16384": {"tile": 16384, "select16": True},
-    "s16-16384-r96": {"tile": 16384, "maxnreg": 96, "stagger_wave": 5, "select16": True},
+    # 16-bit logits' tile of 16,384 (DESIGN.md "The 16-bit tile"): at BIG_TILE's cap and at 96 (five
+    # programs per SM)
+    "t16384": {"tile": 16384},
+    "t16384-r96": {"tile": 16384, "maxnreg": 96, "stagger_wave": 5},
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
 FLOORS = ("torch-topk-softmax-multinomial", "torch-argmax", "read-skeleton", "copy", "launch-floor")

@@ -242,8 +242,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     # V = 200,000: 200 tiles, staggered, the pool's runs; V = 600,000: 74 tiles, untagged;
     # V = 2,000,000: 245 tiles, no pool; V = 4,096: one tile. "/one-part": a plan's tile of 4,096;
     # "/three-part": B = 8 at V = 163,840, the default's TILE_3 (uncapped); 16-bit "": the default
-    # (the binary32 tile on their widening), "/big": the 16-bit tile of 16,384 (select16, the
-    # candidate of "The 16-bit tile")
+    # at B = 1, the 16-bit tile of 8,192, "/big": at B = 64, the 16-bit tile of 16,384
     default, big, staggered, three = (1, 163_840), (64, 163_840), (8, 200_000), (8, 163_840)
     tiles = [(0, "", default, False), (0, "/big", big, False), (0, "/stagger", staggered, False),
              (0, "/three-part", three, False), (0, "/one-part", default, False), (1, "", default, False),
@@ -265,9 +264,6 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     for src, suffix, (batch, vocab), trace in tiles:
         itemsize = 4 if src == 0 else 2
         plan = h200(batch, vocab, itemsize, kp.TILE if suffix == "/one-part" else None)
-        if src and suffix == "/big":
-            plan = kp.Plan.for_shape(batch, vocab, itemsize=itemsize, sms=SMS, select16=True)
-            plan = replace(plan, by_count=False, pdl=True, poll=True)
         stagger = kp.default_stagger(plan, SMS, itemsize)
         sig = {
             "logits_ptr": ptrs[src], "cand_ptr": "*i64", "flags_ptr": "*i32", "scratch_ptr": "*i64",

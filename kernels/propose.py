@@ -88,8 +88,8 @@ class Plan:
     before it loads (timing only; never under the interpreter). ``pool_run`` (a power of two, at most
     the pool's keys per tile): the merge's pool top 32 takes aligned runs of this many lanes as
     bitonic (select_jit.top32_runs; each pair's lanes are one such run, and so is any aligned part
-    of it); 1 assumes nothing (default_pool_run). ``select16``: 16-bit logits in power-of-two tiles of
-    1,024 to 16,384 take the 16-bit tile (tile16_jit) instead of the binary32 one on their widening.
+    of it); 1 assumes nothing (default_pool_run). 16-bit logits in power-of-two tiles of 1,024 to
+    16,384 take the 16-bit tile (tile16_jit), in others the binary32 tile on their widening.
     """
 
     batch: int
@@ -103,7 +103,6 @@ class Plan:
     stagger: int | None
     stagger_wave: int
     pool_run: int
-    select16: bool = False
 
     @staticmethod
     def for_shape(
@@ -116,14 +115,13 @@ class Plan:
         stagger_wave: int | None = None,
         itemsize: int = 4,
         sms: int | None = None,
-        select16: bool = False,
     ) -> Plan:
         """The default plan for [batch, vocab] logits of ``itemsize`` bytes on this backend: ``tile``
         default_tile on ``sms`` SMs (None: the current CUDA device's, else H200_SMS), ``maxnreg`` (0)
         default_maxnreg, ``stagger_wave`` the programs one SM holds at the cap (at most
-        STAGGER_WAVE); ``pdl`` and ``poll`` from the device; ``select16`` as given."""
+        STAGGER_WAVE); ``pdl`` and ``poll`` from the device."""
         if tile is None:
-            tile = default_tile(batch, vocab, itemsize, _plan_sms() if sms is None else sms, select16)
+            tile = default_tile(batch, vocab, itemsize, _plan_sms() if sms is None else sms)
         if (tile < 32 or tile & (tile - 1) or tile > MAX_TILE) and tile != TILE_3:
             raise ArgumentError("tile", f"must be a power of two in [32, {MAX_TILE}] or {TILE_3}, got {tile}")
         n_tiles = -(-vocab // tile)
@@ -137,8 +135,7 @@ class Plan:
         pdl = _pdl_device()
         run = default_pool_run(batch, n_tiles)
         return Plan(
-            batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave, run,
-            select16,
+            batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave, run
         )  # fmt: skip
 
     @property
@@ -196,17 +193,16 @@ def default_pool_run(batch: int, n_tiles: int) -> int:
     return per if tiles >= 2 and batch * n_tiles <= MERGE_RUN_PROGRAMS else 1
 
 
-def default_tile(batch: int, vocab: int, itemsize: int, sms: int, select16: bool = False) -> int:
+def default_tile(batch: int, vocab: int, itemsize: int, sms: int) -> int:
     """The default plan's tile on a GPU of ``sms`` SMs: TILE_3 for binary32 logits where all its
     programs run at once (at most TILE_3_PER_SM per SM) and the busiest SM then holds fewer than
     under BIG_TILE; else BIG_TILE. At V = 163,840 on an H200: B = 7-9 and 14-18 (BIG_TILE puts two or
     three programs on some SMs, TILE_3 one or two); measured there 0.4-2.1 us per depth 5 faster
     sampled, greedy rows up to 2.9 us slower (DESIGN.md "Tile size, warps and registers": "The
-    default tile"). 16-bit logits: BIG_TILE; with ``select16`` (the 16-bit tile, opt-in until it is
-    measured on a GPU: DESIGN.md "The 16-bit tile"), BIG_TILE_16 where its programs give every SM one
-    at least (B >= 14 at V = 163,840 on an H200)."""
+    default tile"). 16-bit logits (the 16-bit tile): BIG_TILE_16 where its programs give every SM one
+    at least (B >= 14 at V = 163,840 on an H100 or H200), else BIG_TILE (DESIGN.md "The 16-bit tile")."""
     if itemsize != 4:
-        return BIG_TILE_16 if select16 and batch * -(-vocab // BIG_TILE_16) >= sms else BIG_TILE
+        return BIG_TILE_16 if batch * -(-vocab // BIG_TILE_16) >= sms else BIG_TILE
     big = batch * -(-vocab // BIG_TILE)
     three = batch * -(-vocab // TILE_3)
     fewer = -(-three // sms) < -(-big // sms)
@@ -468,7 +464,7 @@ def tile_options(
     return {
         "TILE": plan.tile, "SRC": src, "TRACE": trace, "BY_COUNT": plan.by_count, "TAGGED": plan.tags,
         "PDL": pdl, "WAIT": wait, "STAGGER": stagger, "SLOTS": slots if stagger else 1,
-        "WAVE": stagger_slots(plan, slots) if stagger else STAGGER_WAVE, "SEL16": plan.select16,
+        "WAVE": stagger_slots(plan, slots) if stagger else STAGGER_WAVE,
         "num_warps": TILE_WARPS,
         **({} if plan.maxnreg is None else {"maxnreg": plan.maxnreg}),
         **({"launch_pdl": True} if wait else {}),

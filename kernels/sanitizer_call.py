@@ -3,7 +3,8 @@ fast reference: B = 6 rows of V = 163,840 fp32 logits mixing every status, the s
 paths and several tiles and merge chunks, with the default plan (the merge's pool top 32 by
 merges of the pairs' runs), with Triton's own top-k (``pool_run`` 1, the default past
 propose.MERGE_RUN_PROGRAMS tile programs) and with the three-part tile (propose.TILE_3, the
-default at some batch sizes).
+default at some batch sizes); then the same rows' first 160,000 logits in bfloat16 and binary16
+through the 16-bit tile (tile16_jit) of 8,192 and 16,384, each row ending in a partial tile.
 
     compute-sanitizer --tool memcheck python -m dyadic24.kernels.sanitizer_call
 """
@@ -16,7 +17,15 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from dyadic24.kernels.propose import TILE_3, Plan, make_outputs, make_workspace, prepare, propose
+from dyadic24.kernels.propose import (
+    TILE_3,
+    Plan,
+    kernel_device,
+    make_outputs,
+    make_workspace,
+    prepare,
+    propose,
+)
 from dyadic24.reference.fast import propose_fast
 
 
@@ -31,28 +40,40 @@ def main() -> int:
     seed = np.arange(batch, dtype=np.uint64) + np.uint64(1 << 40)
     rnd = np.full(batch, 9, dtype=np.uint64)
     pos = np.full(batch, 1234, dtype=np.uint64)
-    dev = torch.device("cuda")
+    dev = kernel_device()  # (the CPU under the interpreter: a check of this module, not of the GPU)
     prepare(dev)
     out = make_outputs(batch, dev)
 
     def t64(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(a.view(np.int64).copy()).to(dev)
 
-    ref = propose_fast(logits, temperature, seed, rnd, pos)
-    default = Plan.for_shape(batch, vocab)
     ok = True
     ws = make_workspace(batch, vocab, dev)  # (the default workspace serves every plan of these tiles)
-    for plan in (default, replace(default, pool_run=1), Plan.for_shape(batch, vocab, TILE_3)):
-        propose(torch.from_numpy(logits).to(dev), torch.from_numpy(temperature).to(dev), t64(seed), t64(rnd),
-                t64(pos), out=out, workspace=ws, plan=plan)  # fmt: skip
-        torch.cuda.synchronize()
+    default = Plan.for_shape(batch, vocab)
+    cases = [
+        (logits, torch.float32, p)
+        for p in (default, replace(default, pool_run=1), Plan.for_shape(batch, vocab, TILE_3))
+    ]
+    for dtype in (torch.bfloat16, torch.float16):
+        # (160,000 = 19 x 8,192 + 4,352 = 9 x 16,384 + 12,544: a partial last tile of a V divisible by 16)
+        cases += [
+            (logits[:, :160_000], dtype, Plan.for_shape(batch, 160_000, t, itemsize=2)) for t in (8192, 16384)
+        ]
+    for rows, dtype, plan in cases:
+        x = torch.from_numpy(np.ascontiguousarray(rows)).to(dtype)
+        # (clause 1.2: the rule reads a 16-bit logit as its exact binary32 widening)
+        ref = propose_fast(x.float().numpy(), temperature, seed, rnd, pos)
+        propose(x.to(dev), torch.from_numpy(temperature).to(dev), t64(seed), t64(rnd), t64(pos), out=out,
+                workspace=ws, plan=plan)  # fmt: skip
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
         got = [t.cpu().numpy() for t in out]
         same = all(
             np.array_equal(g, r)
             for g, r in zip(got, (ref.status, ref.token, ref.ids, ref.tickets), strict=True)
         )
         print(
-            f"tile {plan.tile}, pool_run {plan.pool_run}: statuses",
+            f"{dtype}, tile {plan.tile}, pool_run {plan.pool_run}: statuses",
             got[0].tolist(),
             "tokens",
             got[1].tolist(),

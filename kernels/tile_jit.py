@@ -87,7 +87,6 @@ def tile_kernel(
     STAGGER: tl.constexpr,
     SLOTS: tl.constexpr,
     WAVE: tl.constexpr,
-    SEL16: tl.constexpr,
 ):
     """Per (row, tile), program (tile, y, z) of a grid (n_tiles, Y, Z) with row = y + z Y < n_rows
     (tile_grid): the tile's top 32 keys at cand[row, tile, :] (clauses 3.1, 3.2: descending,
@@ -102,8 +101,8 @@ def tile_kernel(
     launch of the stream's previous kernel and waits for that grid's end before anything else.
     STAGGER (ns, GPU only; timing, no output depends on it): SM slot g = pid // SLOTS of the first
     WAVE slots starts g * STAGGER ns late, so that the slots' loads reach the memory in turn
-    (DESIGN.md "Stagger"). SEL16: 16-bit logits in a tile of 8 NT x 2^k take the 16-bit tile
-    (tile16_jit; DESIGN.md "The 16-bit tile")."""
+    (DESIGN.md "Stagger"). 16-bit logits in a tile of 8 NT x 2^k (1,024 to 16,384) take the 16-bit
+    tile (tile16_jit; DESIGN.md "The 16-bit tile"), in others the binary32 tile on their widening."""
     # (row and tile from the grid's axes, not pid // n_tiles: that division, ~30 dependent instructions
     # with a MUFU.RCP, delayed every program's first load; DESIGN.md "Two launches and the polling merge")
     tile = tl.program_id(0).to(tl.int64)
@@ -118,7 +117,7 @@ def tile_kernel(
     if row < n_rows:
         _tile_program(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, temp_ptr, V, pid, row, tile, TILE,
-            SRC, TRACE, BY_COUNT, TAGGED, STAGGER, SLOTS, WAVE, SEL16,
+            SRC, TRACE, BY_COUNT, TAGGED, STAGGER, SLOTS, WAVE,
         )  # fmt: skip
 
 
@@ -142,7 +141,6 @@ def _tile_program(
     STAGGER: tl.constexpr,
     SLOTS: tl.constexpr,
     WAVE: tl.constexpr,
-    SEL16: tl.constexpr,
 ):
     """tile_kernel's program of a row of the batch."""
     if STAGGER > 0:  # noqa: SIM102 (constexpr, then runtime)
@@ -152,7 +150,7 @@ def _tile_program(
     if not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
     _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
-    if SEL16 and SRC != SRC_F32 and TILE >= 8 * NT and TILE <= MAX_TILE16 and (TILE & (TILE - 1)) == 0:
+    if SRC != SRC_F32 and TILE >= 8 * NT and TILE <= MAX_TILE16 and (TILE & (TILE - 1)) == 0:
         over = tile16(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
             TILE, SRC, BY_COUNT, NT, FCAP, SMALL_SEL,

@@ -207,13 +207,12 @@ PLANS: dict[str, dict[str, Any]] = {
     "poll": {"tile": 4096, "poll": True},
     "two_parts": {"tile": 8192},  # (the default tile)
     "three_parts": {"tile": 12288},  # (three parts: kp.TILE_3)
-    # 16-bit logits: the 16-bit tile (tile16_jit; opt-in, select16) of 16,384 in four parts and of
-    # 8,192 in two, with the GPU's ordering too; the default widens them into the binary32 tile
-    "four_parts": {"tile": 16384, "select16": True},
-    "four_parts_bitonic": {"tile": 16384, "by_count": False, "select16": True},
-    "four_parts_poll": {"tile": 16384, "poll": True, "select16": True},  # (the polling merge's words)
-    "two_parts_16": {"tile": 8192, "select16": True},
-    "two_parts_widened": {"tile": 8192, "select16": False},
+    # 16-bit logits take the 16-bit tile (tile16_jit) in power-of-two tiles of 1,024 to 16,384: of
+    # 16,384 in four parts, with the GPU's ordering and its polling merge too (in the others, TILE_3
+    # and tiles below 1,024, the binary32 tile on their widening)
+    "four_parts": {"tile": 16384},
+    "four_parts_bitonic": {"tile": 16384, "by_count": False},
+    "four_parts_poll": {"tile": 16384, "poll": True},  # (the polling merge's words)
     "small_tiles": {"tile": 64},
     # the hot pairs' lists reloaded tagged (merge_jit._tagged_lists)
     "small_tiles_poll": {"tile": 64, "poll": True},
@@ -238,7 +237,6 @@ VOCABS: dict[str, tuple[int, ...]] = {
     "four_parts": (33, 9001, 40000),
     "four_parts_bitonic": (9001,),
     "four_parts_poll": (40000,),
-    "two_parts_widened": (9000,),
     "poll": (4097, 9000),
     "small_tiles": (1, 33, 1100),
     "small_tiles_poll": (1100,),

@@ -43,19 +43,15 @@ def test_pool_shape(vocab: int, shape: tuple[int, int]) -> None:
 def test_batch_defaults(batch: int) -> None:
     """The tile and its register cap by shape; the backend's choices (the count ordering and no
     programmatic dependent launch under the interpreter, both the other way on an sm_90 GPU). 16-bit
-    logits: BIG_TILE at five programs per SM; with select16 (the 16-bit tile, opt-in until measured)
-    the tile of 16,384 at BIG_TILE's cap once its programs give every SM one (B >= 14 at V = 163,840
-    on 132 SMs)."""
+    logits (the 16-bit tile): BIG_TILE at five programs per SM, the tile of 16,384 at BIG_TILE's cap
+    once its programs give every SM one (B >= 14 at V = 163,840 on 132 SMs)."""
     plan = kp.Plan.for_shape(batch, 163_840, sms=132)
     assert plan.tile == kp.BIG_TILE
     assert plan.n_tiles == -(-163_840 // plan.tile)
     assert plan.maxnreg == kp.BIG_TILE_MAXNREG
     assert plan.stagger_wave == 65536 // (128 * 32 * 4) == 4  # (an H200 SM holds four)
-    default16 = kp.Plan.for_shape(batch, 163_840, itemsize=2, sms=132)
-    assert not default16.select16 and not plan.select16
-    assert (default16.tile, default16.maxnreg) == (kp.BIG_TILE, kp.BIG_TILE_MAXNREG_16)
-    half = kp.Plan.for_shape(batch, 163_840, itemsize=2, sms=132, select16=True)
-    both = [kp.Plan.for_shape(b, 163_840, itemsize=2, sms=132, select16=True).tile for b in (13, 14)]
+    half = kp.Plan.for_shape(batch, 163_840, itemsize=2, sms=132)
+    both = [kp.Plan.for_shape(b, 163_840, itemsize=2, sms=132).tile for b in (13, 14)]
     assert both == [8192, 16384]
     if batch >= 14:
         assert (half.tile, half.maxnreg, half.stagger_wave) == (kp.BIG_TILE_16, kp.BIG_TILE_MAXNREG, 4)
@@ -167,12 +163,8 @@ def test_launch_options_follow_the_plan() -> None:
     plan = replace(plan, by_count=False, pdl=True, poll=True)
     tile = kp.tile_options(plan, src=0, trace=False, pdl=True, wait=True, stagger=902, slots=132)
     assert tile == {"TILE": 8192, "SRC": 0, "TRACE": False, "BY_COUNT": False, "TAGGED": True, "PDL": True,
-                    "WAIT": True, "STAGGER": 902, "SLOTS": 132, "WAVE": 2, "SEL16": False, "num_warps": 4,
+                    "WAIT": True, "STAGGER": 902, "SLOTS": 132, "WAVE": 2, "num_warps": 4,
                     "maxnreg": 128, "launch_pdl": True}  # fmt: skip
-    sel16 = kp.tile_options(
-        replace(plan, select16=True), src=1, trace=False, pdl=True, wait=True, stagger=902, slots=132
-    )
-    assert sel16["SEL16"] is True
     unstaggered = kp.tile_options(plan, src=1, trace=True, pdl=False, wait=False, stagger=0, slots=132)
     assert (unstaggered["SLOTS"], unstaggered["WAVE"], unstaggered["PDL"]) == (1, kp.STAGGER_WAVE, False)
     assert (unstaggered["WAIT"], "launch_pdl" in unstaggered) == (False, False)

@@ -58,9 +58,12 @@ def test_tiles_of_one_and_two_parts(plan_name: str, dtype: str) -> None:
     check_plan(plan_name, 9000, dtype, kinds=kinds, greedy=("zeros", *EDGES16))
 
 
-def test_binary32_tile_of_widened_16_bit_logits() -> None:
-    """select16 off: 16-bit logits widened into the binary32 column-group tile give the same bits."""
-    check_plan("two_parts_widened", 9000, "bfloat16", kinds=("normal", "tie_pairs", *EDGES16), greedy=EDGES16)
+@pytest.mark.parametrize(("plan_name", "dtype"), [("three_parts", "bfloat16"), ("small_tiles", "float16")])
+def test_binary32_tile_of_widened_16_bit_logits(plan_name: str, dtype: str) -> None:
+    """The tiles the 16-bit tile does not take (TILE_3, tiles below 1,024) widen 16-bit logits into the
+    binary32 tile (clause 1.2): the same bits."""
+    kinds = ("normal", "tie_pairs", *EDGES16, *(F16_EDGES if dtype == "float16" else ()))
+    check_plan(plan_name, 9000 if plan_name == "three_parts" else 1100, dtype, kinds=kinds, greedy=EDGES16)
 
 
 def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple[str, int]:

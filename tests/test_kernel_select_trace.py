@@ -47,9 +47,9 @@ F16_KINDS = ("f16_subnormal_top", "f16_subnormal_neg", "f16_subnormal_max", "neg
 @pytest.mark.parametrize("plan_name", ["one_part", "two_parts"])
 def test_binary16_subnormals_and_nan(plan_name: str) -> None:
     """clause 1.2: binary16 logits compared in their own format by the 16-bit tile (tile16_jit; the
-    binary32 tile on their widening: test_kernel_select16.py): subnormal candidates, a subnormal
-    argmax, -0 == +0 among negative subnormals and a NaN row give the reference's bits, in full and
-    partial tiles of both sizes."""
+    binary32 tile on their widening in other tiles: test_kernel_select16.py): subnormal candidates,
+    a subnormal argmax, -0 == +0 among negative subnormals and a NaN row give the reference's bits,
+    in full and partial tiles of both sizes."""
     check_plan(plan_name, 9000, "float16", kinds=F16_KINDS, greedy=("f16_subnormal_max", "f16_subnormal_neg"))
 
 
