@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from dyadic24.kernels.gpu_check import outputs_match
 from dyadic24.kernels.propose import (
     TILE_3,
     Plan,
@@ -68,10 +69,7 @@ def main() -> int:
         if dev.type == "cuda":
             torch.cuda.synchronize()
         got = [t.cpu().numpy() for t in out]
-        same = all(
-            np.array_equal(g, r)
-            for g, r in zip(got, (ref.status, ref.token, ref.ids, ref.tickets), strict=True)
-        )
+        same = outputs_match(out, ref)
         print(
             f"{dtype}, tile {plan.tile}, pool_run {plan.pool_run}: statuses",
             got[0].tolist(),
