@@ -156,6 +156,10 @@ def _tile_program(
             TILE, SRC, BY_COUNT, NT, FCAP, SMALL_SEL,
         )  # fmt: skip
         if over:  # (its flags are stored)
+            # a call is a block the membar pass does not see into: without this barrier the callee's
+            # reductions reused tile16's shared scratch while slower warps still read it (racecheck,
+            # H100, 2026-12-06: 240 hazards, then an illegal address from a corrupted scan)
+            tl.debug_barrier()
             _parts_fallback_call(
                 logits_ptr, cand_ptr, scratch_ptr + pid * FCAP, pid, row, tile, V, ktag, TILE, SRC, BY_COUNT
             )
