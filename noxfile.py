@@ -14,6 +14,8 @@ these sessions add:
 - ``kernels-3.13``: Python 3.13, the README's install (``torch==2.13.0 '.[kernels,test]'``), so triton is
   the release torch 2.13 pins there (3.7.1, with PyPI's CUDA build of torch: 2.7 GB of wheels); the
   kernel and conformance tests in the interpreter, then the bundled kernel's conformance run.
+- ``kernels-gpu-pair``: the GPU machine's Python 3.12, torch 2.11 and triton 3.6 (the oldest supported
+  pair): the kernel tests in its interpreter and its compiler's sm_90 audits, which differ by release.
 - ``reference-3.12``: Python 3.12 and the lowest numpy supported (2.0), without torch: the reference,
   vectors and conformance tests (the kernel tests skip themselves).
 
@@ -48,6 +50,16 @@ def kernels_313(session: nox.Session) -> None:
     session.run(*PYTEST, *_tests("test_kernel_*.py", "test_sharded_*.py", "test_conformance_*.py"))
     # (the README's main job on the kernel alone, from the source tree: CONFORMANT is exit 0)
     session.run("python", "-m", "dyadic24", "conform", "--bundled", "--only", "kernel", "--no-progress")
+
+
+@nox.session(name="kernels-gpu-pair", python="3.12")
+def kernels_gpu_pair(session: nox.Session) -> None:
+    """The GPU machine's versions (Python 3.12, torch 2.11, triton 3.6): the kernel tests in its
+    interpreter and its compiler's sm_90 audits (triton 3.6 puts no barrier before a noinline call;
+    later releases do: aot_check.call_fence_problems fails there alone)."""
+    session.install("torch==2.11.0", "triton==3.6.0", ".[kernels,test]")
+    session.run("python", "-c", SHOW_VERSIONS)
+    session.run(*PYTEST, *_tests("test_kernel_*.py"))
 
 
 @nox.session(name="reference-3.12", python="3.12")

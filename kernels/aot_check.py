@@ -3,7 +3,8 @@
     TRITON_INTERPRET=0 python -m dyadic24.kernels.aot_check [--arch 90] [--all] [--json FILE]
 
 Triton's front end, its NVIDIA passes and ptxas all run on the CPU, so this catches compile errors that
-the interpreter cannot see, and it audits the floating-point instructions of the generated PTX. The
+the interpreter cannot see, and it audits the floating-point instructions of the generated PTX and the
+barriers around every call of a noinline function (call_fence_problems). The
 variants are those the default plans launch on an H200 (propose.tile_options / merge_options of the
 plan as a GPU derives it: the bitonic ordering, the polling merge; pointers and V specialised as a
 launch on a vocabulary that is a multiple of 16 specialises them); by default the binary32 tile kernels
@@ -109,6 +110,35 @@ def batched_wide_loads(sass: str) -> int:
         runs.append((count, plain))
     full = [n for n, unmasked in runs if unmasked] or [n for n, _ in runs]
     return max(full, default=0)
+
+
+_SHARED = re.compile(r"^\s*(?:@!?%p\w+\s+)?(?:ld|st|atom|red|ldmatrix|stmatrix|cp\.async)\.[\w.]*shared\b")
+_BARRIER = re.compile(r"^\s*(?:@!?%p\w+\s+)?(?:bar|barrier)\.(?:sync|cta\.sync)\b")
+_CALL = re.compile(r"^\s*(?:@!?%p\w+\s+)?call(?:\.uni)?\b")
+# a function's first or last line (its closing brace, unlike inner ones, is not indented)
+_FUNCTION_EDGE = re.compile(r"^(?:}|(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b)")
+
+
+def call_fence_problems(name: str, ptx: str) -> list[str]:
+    """Calls of a noinline function with no CTA barrier between them and the caller's shared-memory
+    accesses before or after (in PTX text order). A call is opaque to Triton's membar pass, and the
+    callee's scratch may overlap the caller's: without the barrier the 16-bit tile's fallback raced
+    with tile16's reductions (racecheck, H100, 2026-12-06)."""
+    problems: list[str] = []
+    lines = ptx.splitlines()
+    for i, line in enumerate(lines):
+        if not _CALL.match(line):
+            continue
+        for step, end in ((-1, -1), (1, len(lines))):
+            j = i + step
+            while j != end and not _BARRIER.match(lines[j]) and not _FUNCTION_EDGE.match(lines[j]):
+                if _SHARED.match(lines[j]):
+                    side = "before" if step < 0 else "after"
+                    problems.append(f"{name}: shared memory {side} a call with no barrier between "
+                                    f"(PTX line {j + 1}: {lines[j].strip()})")  # fmt: skip
+                    break
+                j += step
+    return problems
 
 
 def compile_variant(fn: Any, signature: dict[str, str], constexprs: dict[str, Any], options: dict[str, Any],
@@ -315,6 +345,7 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
             batched[name] = {"wide_loads_before_first_use": got, "per_thread": want}
             if got is not None and got < want:
                 problems.append(f"{name}: {got} of {want} logits loads issued before the first use (SASS)")
+        problems += call_fence_problems(name, compiled.asm["ptx"])
         if kernel == "tile_kernel":
             problems += audit_tile(name, ops)
         if kernel == "merge_kernel":

@@ -176,3 +176,23 @@ def test_first_wait_audit_finds_reads_before_the_wait() -> None:
     assert first_wait_problems("t", ptx, ["S2UR", "LDG.E"])
     assert first_wait_problems("t", ptx[::-1], good)
     assert first_wait_problems("t", ptx[1:], good)
+
+
+def test_call_fence_audit_wants_a_barrier_between_a_call_and_shared_memory() -> None:
+    """aot_check.call_fence_problems: a noinline call with the caller's shared-memory accesses on
+    either side and no CTA barrier between them is a problem (the race racecheck found in the 16-bit
+    tile's fallback, 8b572d0); barriers on both sides, or no shared access in the caller, pass."""
+    from dyadic24.kernels.aot_check import call_fence_problems
+
+    head = [".visible .entry tile_kernel(", ")", "{"]
+    tail = ["\tret;", "}", ".func fallback()", "{", "\tld.shared.u32 \t%r9, [%r8];", "\tret;", "}"]
+    st, ld = "\tst.shared.v2.b32 \t[%r5], {%r6, %r7};", "\t@%p3 ld.shared.b32 \t%r4, [%r5+8];"
+    call = ["\t{ // callseq 0, 0", "\tcall.uni \tfallback, ();", "\t} // callseq 0"]
+    bar = "\tbar.sync \t0;"
+    assert call_fence_problems("t", "\n".join([*head, st, bar, *call, bar, ld, *tail])) == []
+    assert call_fence_problems("t", "\n".join([*head, "\tadd.s32 \t%r1, %r2, 1;", *call, *tail])) == []
+    before = call_fence_problems("t", "\n".join([*head, st, *call, bar, ld, *tail]))
+    assert len(before) == 1 and "before a call" in before[0] and "st.shared" in before[0]
+    after = call_fence_problems("t", "\n".join([*head, st, "\tbarrier.sync \t0;", *call, ld, *tail]))
+    assert len(after) == 1 and "after a call" in after[0] and "ld.shared" in after[0]
+    assert len(call_fence_problems("t", "\n".join([*head, ld, *call, st, *tail]))) == 2
