@@ -20,8 +20,8 @@ these sessions add:
   vectors and conformance tests (the kernel tests skip themselves).
 
 On two shared cores (fresh clone of 9d19f49, 2026-12-06): kernels-3.13 26 minutes (install 1.5, tests
-9.3, the conform run 14.2: its accumulated check 12), reference-3.12 4; with the README's command
-(about 10), CI stays well inside its 90 minutes.
+9.3, the conform run 14.2: its accumulated check 12), reference-3.12 4; kernels-gpu-pair 6 (e67ed2b);
+with the README's command (about 10), CI stays well inside its 90 minutes.
 """
 
 from __future__ import annotations
