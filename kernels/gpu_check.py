@@ -8,8 +8,8 @@ Sections (each recorded in DIR/gpu_check.json and DIR/gpu_check.md; exit status 
   golden        every golden vector (dyadic24.vectors.store.iter_vectors), outputs and traces
   fuzz          N rows in random batches (B 1..256, V up to 262,144, every status) against the fast
                 reference (dyadic24.reference.fast.propose_fast); traces compared on small batches
-  graph         1,000 CUDA-graph replays with identical bits, plus replays on fresh inputs
-                (CUDA only)
+  graph         1,000 CUDA-graph replays with identical bits, plus replays on fresh inputs, for
+                each of GRAPH_SHAPES (binary32 tiles and the 16-bit tile; CUDA only)
   custom_op     torch.ops.dyadic24.propose eagerly and under torch.compile (backend aot_eager)
   perf          median latency per call for a few shapes (information only)
   exp_sweep     the kernel's exp on every binary32 z in [-104, 0] (dyadic24.kernels.exp_sweep)
@@ -265,8 +265,14 @@ def check_fuzz(
     }
 
 
-# [64, 50000] takes BIG_TILE's seven tiles, [8, 163840] the three-part tile (propose.TILE_3) on an H200
-GRAPH_SHAPES = ((64, 50000), (8, 163_840))
+# binary32 [64, 50000] takes BIG_TILE's seven tiles, [8, 163840] the three-part tile (propose.TILE_3) on
+# an H200; the 16-bit tile at 16,384 (bfloat16 [64, 163840]) and at 8,192 (binary16 [4, 163840])
+GRAPH_SHAPES = (
+    (64, 50000, "float32"),
+    (8, 163_840, "float32"),
+    (64, 163_840, "bfloat16"),
+    (4, 163_840, "float16"),
+)
 
 
 def check_graph(device: torch.device, table_z: list[int], replays: int) -> dict[str, Any]:
@@ -274,10 +280,11 @@ def check_graph(device: torch.device, table_z: list[int], replays: int) -> dict[
     ``replays`` more give the same bits, and ten replays on fresh inputs give theirs."""
     if device.type != "cuda":
         return {"passed": True, "skipped": "CUDA graphs need a CUDA device"}
-    runs = [_graph_run(device, table_z, replays, batch, vocab) for batch, vocab in GRAPH_SHAPES]
+    runs = [_graph_run(device, table_z, replays, batch, vocab, dtype) for batch, vocab, dtype in GRAPH_SHAPES]
     return {
         "passed": all(r["passed"] for r in runs),
         "shapes": [r["shape"] for r in runs],
+        "dtypes": [r["dtype"] for r in runs],
         "tiles": [r["tile"] for r in runs],
         "replays": replays,
         "first_replay_matches_reference": all(r["first_replay_matches_reference"] for r in runs),
@@ -287,13 +294,15 @@ def check_graph(device: torch.device, table_z: list[int], replays: int) -> dict[
 
 
 def _graph_run(
-    device: torch.device, table_z: list[int], replays: int, batch: int, vocab: int
+    device: torch.device, table_z: list[int], replays: int, batch: int, vocab: int, dtype: str
 ) -> dict[str, Any]:
     rng = np.random.default_rng(7)
-    inp = Inputs(fuzz.make_call(rng, batch, vocab, "float32", table_z), device)
+    inp = Inputs(fuzz.make_call(rng, batch, vocab, dtype, table_z), device)
     prepare(device)
     outs = make_outputs(batch, device)
-    tile = Plan.for_shape(batch, vocab).tile  # (reported; the default workspace serves every default plan)
+    itemsize = inp.logits.element_size()
+    # (the tile is reported; the default workspace serves every default plan)
+    tile = Plan.for_shape(batch, vocab, itemsize=itemsize).tile
     ws = make_workspace(batch, vocab, device)
     static = [
         inp.logits.clone(),
@@ -325,7 +334,7 @@ def _graph_run(
     fresh_bad = 0
     for _ in range(10):
         # tau is a kernel argument captured in the graph: the fresh calls keep it
-        new = Inputs(replace(fuzz.make_call(rng, batch, vocab, "float32", table_z), tau=tau), device)
+        new = Inputs(replace(fuzz.make_call(rng, batch, vocab, dtype, table_z), tau=tau), device)
         fresh = [new.logits, new.temperature, new.seed, new.round, new.position]
         for dst, src in zip(static, fresh, strict=True):
             dst.copy_(src)
@@ -336,6 +345,7 @@ def _graph_run(
     return {
         "passed": first_ok and differing == 0 and fresh_bad == 0,
         "shape": [batch, vocab],
+        "dtype": dtype,
         "tile": tile,
         "replays": replays,
         "first_replay_matches_reference": first_ok,
