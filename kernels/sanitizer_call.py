@@ -55,34 +55,33 @@ def main() -> int:
     ok = True
     ws = make_workspace(batch, vocab, dev)  # (the default workspace serves every plan of these tiles)
     default = Plan.for_shape(batch, vocab)
-    cases = [
-        (logits, torch.float32, p)
-        for p in (default, replace(default, pool_run=1), Plan.for_shape(batch, vocab, TILE_3))
+    # (each format's rows with the plans that run them: the reference once per format)
+    groups = [
+        (logits, torch.float32, [default, replace(default, pool_run=1), Plan.for_shape(batch, vocab, TILE_3)])
     ]
-    for dtype in (torch.bfloat16, torch.float16):
-        # (160,000 = 19 x 8,192 + 4,352 = 9 x 16,384 + 12,544: a partial last tile of a V divisible by 16)
-        cases += [
-            (logits[:, :160_000], dtype, Plan.for_shape(batch, 160_000, t, itemsize=2)) for t in (8192, 16384)
-        ]
-    for rows, dtype, plan in cases:
+    # (160,000 = 19 x 8,192 + 4,352 = 9 x 16,384 + 12,544: a partial last tile of a V divisible by 16)
+    plans16 = [Plan.for_shape(batch, 160_000, t, itemsize=2) for t in (8192, 16384)]
+    groups += [(logits[:, :160_000], dtype, plans16) for dtype in (torch.bfloat16, torch.float16)]
+    for rows, dtype, plans in groups:
         x = torch.from_numpy(np.ascontiguousarray(rows)).to(dtype)
         # (clause 1.2: the rule reads a 16-bit logit as its exact binary32 widening)
         ref = propose_fast(x.float().numpy(), temperature, seed, rnd, pos)
-        propose(x.to(dev), torch.from_numpy(temperature).to(dev), t64(seed), t64(rnd), t64(pos), out=out,
-                workspace=ws, plan=plan)  # fmt: skip
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        got = [t.cpu().numpy() for t in out]
-        same = outputs_match(out, ref)
-        print(
-            f"{dtype}, tile {plan.tile}, pool_run {plan.pool_run}: statuses",
-            got[0].tolist(),
-            "tokens",
-            got[1].tolist(),
-            "match reference:",
-            same,
-        )
-        ok = ok and same
+        args = (x.to(dev), torch.from_numpy(temperature).to(dev), t64(seed), t64(rnd), t64(pos))
+        for plan in plans:
+            propose(*args, out=out, workspace=ws, plan=plan)
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+            got = [t.cpu().numpy() for t in out]
+            same = outputs_match(out, ref)
+            print(
+                f"{dtype}, tile {plan.tile}, pool_run {plan.pool_run}: statuses",
+                got[0].tolist(),
+                "tokens",
+                got[1].tolist(),
+                "match reference:",
+                same,
+            )
+            ok = ok and same
     return 0 if ok else 1
 
 
