@@ -22,7 +22,8 @@ logits rotated beyond twice the L2), what of that budget the unavoidable parts t
   network) each followed by a program-wide maximum; one warp doing N dependent tl.sort of 32 int64
   keys (the finish's clause-6.1 order): the latency of one dependent step, from N = 0 and 1,024.
 
-Usage on the GPU: python benchmarks/floor_probe.py --out DIR [--batches 1,2,4]
+Usage on the GPU: python benchmarks/floor_probe.py --out DIR [--batches 1,2,4] [--dtype bf16]
+(--dtype: the logits' format, fp32, bf16 or fp16; the skeletons read that format).
 Writes DIR/floor_probe.json and DIR/floor_probe.md.
 """
 
@@ -50,6 +51,7 @@ from peers import _empty_kernel
 from dyadic24.kernels import propose as kp
 
 SKEL_TILE = 4096
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHAIN_STEPS = 1024
 
 
@@ -209,6 +211,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--batches", default="1,2,4")
     ap.add_argument("--vocab", type=int, default=163_840)
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="fp32")
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--skel-tiles", default="2048,8192", help="the skeletons also with these tiles")
     ap.add_argument("--rounds", type=int, default=3)
@@ -222,7 +225,7 @@ def main() -> int:
     began = time.perf_counter()
     results: list[dict[str, Any]] = []
     for batch in (int(b) for b in args.batches.split(",") if b):
-        case = Case(torch.float32, args.vocab, batch, l2, "cuda")
+        case = Case(DTYPES[args.dtype], args.vocab, batch, l2, "cuda")
         bodies: dict[str, Callable[[list[torch.Tensor]], None]] = {}
         for n in (1, 2):
 
@@ -247,7 +250,15 @@ def main() -> int:
                     floor_us = r["median_us"]
                 above = r["median_us"] - floor_us
                 results.append(
-                    {"impl": name, "B": batch, "V": args.vocab, "round": rnd, "above_floor_us": above, **r}
+                    {
+                        "impl": name,
+                        "dtype": args.dtype,
+                        "B": batch,
+                        "V": args.vocab,
+                        "round": rnd,
+                        "above_floor_us": above,
+                        **r,
+                    }
                 )
                 print(
                     f"B={batch} round {rnd} {name:<26} {r['median_us']:8.1f} us / depth 5 ({above:+.1f})",
@@ -260,7 +271,8 @@ def main() -> int:
               "seconds": round(time.perf_counter() - began, 1)}  # fmt: skip
     (args.out / "floor_probe.json").write_text(json.dumps(report, indent=1) + "\n")
     lines = [
-        f"# floor probe ({info['device']}, torch {info['torch']}, triton {info['triton']}, {info['date']})",
+        f"# floor probe, {args.dtype} ({info['device']}, torch {info['torch']}, triton {info['triton']},"
+        f" {info['date']})",
         "",
     ]
     batches = sorted({r["B"] for r in results})
