@@ -232,9 +232,12 @@ def _with_ties(x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE: tl.constexpr, P
                NT: tl.constexpr, FCAP: tl.constexpr, BY_COUNT: tl.constexpr):  # fmt: skip
     """The selection when fewer than 32 elements lie above theta (Gaussian rows almost never): those and
     the ties at theta, or, when that is more than FCAP, the ties of lowest index bounded by phi = the
-    32nd smallest of the columns' lowest tie indices (at least 32 ties lie at or below it; a column's
-    lowest tie is the lowest bit of its first part whose tie mask has one). (bits, cnt, n_sel)."""
-    eqb = _group_bits(tl.where(inb & (x == theta_x), bit, 0), NT)  # (lanes past V are not ties)
+    32nd smallest of the columns' lowest tie indices (at least 32 ties lie at or below it). Per column,
+    not per column group: where ties fill the tile's first row (a masked row's -inf), a group's 8
+    columns put 8 x 32 ties at or below the groups' bound, past FCAP, and 32 columns put 32. (bits,
+    cnt, n_sel)."""
+    tie = inb & (x == theta_x)  # (lanes past V are not ties)
+    eqb = _group_bits(tl.where(tie, bit, 0), NT)
     c_eq = tl.sum(popc32(eqb), axis=0)
     n_eq = tl.sum(c_eq)
     if n_gt + n_eq <= FCAP:
@@ -242,9 +245,10 @@ def _with_ties(x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE: tl.constexpr, P
         cnt = c_gt + c_eq
         n_sel = n_gt + n_eq
     else:
-        tmin = _first_index(eqb, PART, NT, TILE)
-        # (on the GPU by Triton's top-k, ~ reversing the order: the count's [NT, NT] matrix took ~100
-        # spilled registers at the register cap)
+        # (each thread's own columns: the minima over parts and rows stay in its registers)
+        tmin = tl.min(tl.min(tl.where(tie, loc, TILE), axis=0), axis=0)
+        # (on the GPU by Triton's top-k, ~ reversing the order: the count's [W, W] matrix would not fit
+        # the registers)
         phi = kth32_smallest(tmin) if BY_COUNT else ~tl.min(tl.topk(~tmin, K_C))
         bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), NT))
         cnt = tl.sum(popc32(bits), axis=0)
