@@ -5,9 +5,10 @@ merges of the pairs' runs), with Triton's own top-k (``pool_run`` 1, the default
 propose.MERGE_RUN_PROGRAMS tile programs) and with the three-part tile (propose.TILE_3, the
 default at some batch sizes); then the same rows' first 160,000 logits in bfloat16 and binary16
 through the 16-bit tile (tile16_jit) of 8,192 and 16,384, each row ending in a partial tile. Row 0's
-tile of 300 equal maxima and the all -inf row's tiles take the 16-bit tile's out-of-line fallback
-(tile_jit._parts_fallback_call, the call racecheck found unfenced on ce15189); the binary32 tile
-selects such ties without its fallback.
+tile of 300 equal maxima and the all -inf row's tiles select their lowest ties bounded by phi; row 0's
+block of 512 large values in 64 columns (kernel_rows.py's column_block) takes each tile's exact
+fallback, in the 16-bit tile out of line (tile_jit._parts_fallback_call, the call racecheck found
+unfenced on ce15189).
 
     compute-sanitizer --tool memcheck python -m dyadic24.kernels.sanitizer_call
 """
@@ -37,7 +38,9 @@ def main() -> int:
     rng = np.random.default_rng(7)
     batch, vocab = 6, 163_840
     logits = rng.standard_normal((batch, vocab)).astype(np.float32) * 3
-    logits[0, 1000:1300] = 20.0  # 300 equal maxima in one tile: the 16-bit tile's fallback
+    logits[0, 1000:1300] = 20.0  # 300 equal maxima in one tile: ties bounded by phi
+    block = np.arange(40_960, 49_152)  # (in tile 5 of 8,192, tile 2 of 16,384)
+    logits[0, block[block % 512 < 32]] += 100.0  # 512 large values in 64 columns: the fallback
     logits[1, 77] = np.nan  # NAN_LOGIT
     logits[2, 5] = np.inf  # POS_INF_LOGIT
     logits[3, :] = -np.inf  # ZERO_MASS

@@ -146,19 +146,25 @@ def scan_pair(strict, tie, N: tl.constexpr):
 
 
 @triton.jit
-def kth32_value(vals, valid):
-    """The 32nd largest of the valid int32 values, counted with multiplicity (INT32_MIN if fewer
-    than 32 are valid): an integer count per lane, exact and order-free."""
+def kth_value(vals, valid, K: tl.constexpr):
+    """The K-th largest of the valid int32 values, counted with multiplicity (INT32_MIN if fewer
+    than K are valid): an integer count per lane, exact and order-free."""
     ge = valid[None, :] & (vals[None, :] >= vals[:, None])
     c = tl.sum(ge.to(tl.int32), axis=1)
-    return tl.max(tl.where(valid & (c >= K_C), vals, INT32_MIN))
+    return tl.max(tl.where(valid & (c >= K), vals, INT32_MIN))
 
 
 @triton.jit
-def kth32_smallest(vals):
-    """The 32nd smallest of the values (counted with multiplicity; INT32_MAX if fewer than 32):
-    kth32_value of the bitwise complements, since ~ reverses the int32 order without overflow."""
-    return ~kth32_value(~vals, vals == vals)  # noqa: PLR0124 (every lane valid: folds away)
+def kth32_value(vals, valid):
+    """kth_value's 32nd largest (clause 3.2's count)."""
+    return kth_value(vals, valid, K_C)
+
+
+@triton.jit
+def kth_smallest(vals, K: tl.constexpr):
+    """The K-th smallest of the values (counted with multiplicity; INT32_MAX if fewer than K):
+    kth_value of the bitwise complements, since ~ reverses the int32 order without overflow."""
+    return ~kth_value(~vals, vals == vals, K)  # noqa: PLR0124 (every lane valid: folds away)
 
 
 @triton.jit

@@ -42,8 +42,8 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     bit_index,
     key_value16,
     key_value32,
-    kth32_smallest,
     kth32_value,
+    kth_smallest,
     popc32,
     reduce_max_nan,
     top32_words,
@@ -231,13 +231,12 @@ def _first_index(bits, PART: tl.constexpr, NT: tl.constexpr, TILE: tl.constexpr)
 def _with_ties(x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE: tl.constexpr, PART: tl.constexpr,
                NT: tl.constexpr, FCAP: tl.constexpr, BY_COUNT: tl.constexpr):  # fmt: skip
     """The selection when fewer than 32 elements lie above theta (Gaussian rows almost never): those and
-    the ties at theta, or, when that is more than FCAP, the ties of lowest index bounded by phi = the
-    32nd smallest of the columns' lowest tie indices (at least 32 ties lie at or below it). Per column,
-    not per column group: where ties fill the tile's first row (a masked row's -inf), a group's 8
-    columns put 8 x 32 ties at or below the groups' bound, past FCAP, and 32 columns put 32. (bits,
-    cnt, n_sel)."""
-    tie = inb & (x == theta_x)  # (lanes past V are not ties)
-    eqb = _group_bits(tl.where(tie, bit, 0), NT)
+    the ties at theta, or, when that is more than FCAP, the ties of lowest index up to a bound phi with
+    at least 32 ties at or below it: the smaller of the 32nd smallest of the column groups' lowest tie
+    indices (ties spread over the groups: a plateau) and the 4th smallest of their 8th lowest (ties
+    filling the first rows: a masked row's -inf, where the first bound admits 8 x 32 ties, past FCAP,
+    and this one 32). (bits, cnt, n_sel)."""
+    eqb = _group_bits(tl.where(inb & (x == theta_x), bit, 0), NT)  # (lanes past V are not ties)
     c_eq = tl.sum(popc32(eqb), axis=0)
     n_eq = tl.sum(c_eq)
     if n_gt + n_eq <= FCAP:
@@ -245,15 +244,29 @@ def _with_ties(x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE: tl.constexpr, P
         cnt = c_gt + c_eq
         n_sel = n_gt + n_eq
     else:
-        # (each thread's own columns: the minima over parts and rows stay in its registers)
-        tmin = tl.min(tl.min(tl.where(tie, loc, TILE), axis=0), axis=0)
-        # (on the GPU by Triton's top-k, ~ reversing the order: the count's [W, W] matrix would not fit
-        # the registers)
-        phi = kth32_smallest(tmin) if BY_COUNT else ~tl.min(tl.topk(~tmin, K_C))
+        t1 = _first_index(eqb, PART, NT, TILE)
+        tg = _first_index(_drop_lowest(eqb, GW16 - 1), PART, NT, TILE)
+        if BY_COUNT:
+            phi = tl.minimum(kth_smallest(t1, K_C), kth_smallest(tg, K_C // GW16))
+        else:
+            # (Triton's top-k, ~ reversing the order: the count's [NT, NT] matrix took ~100 spilled
+            # registers at the register cap)
+            phi = tl.minimum(~tl.min(tl.topk(~t1, K_C)), ~tl.min(tl.topk(~tg, K_C // GW16)))
         bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), NT))
         cnt = tl.sum(popc32(bits), axis=0)
         n_sel = tl.sum(cnt)
     return bits, cnt, n_sel
+
+
+@triton.jit
+def _drop_lowest(bits, N: tl.constexpr):
+    """Per column group, its masks [P, NT] less their N lowest-index set bits (in each step the lowest
+    bit of the group's first part whose mask has one)."""
+    part = tl.arange(0, bits.shape[0])[:, None]
+    for _ in tl.static_range(N):
+        first = tl.min(tl.where(bits != 0, part, bits.shape[0]), axis=0)
+        bits = tl.where(part == first[None, :], bits & (bits - 1), bits)
+    return bits
 
 
 @triton.jit

@@ -38,8 +38,8 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     bit_index,
     count_pair,
     key_value32,
-    kth32_smallest,
     kth32_value,
+    kth_smallest,
     load_bits_i32,
     max_nan,
     popc32,
@@ -559,10 +559,11 @@ def _eq_masks(x, inb, x2, inb2, x3, inb3, full, theta, bit, PARTS: tl.constexpr,
 def _with_ties(gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bit, TILE: tl.constexpr,
                PARTS: tl.constexpr, GW: tl.constexpr):  # fmt: skip
     """_tile_fast's selection when fewer than 32 elements lie above theta: those and the ties at theta,
-    or, when that is more than FCAP, the ties of lowest ID bounded by phi = the 32nd smallest of the
-    columns' lowest tie indices (a column's lowest tie is its mask's lowest bit: within a column the
-    index grows with the bit, and every index of a part is below every index of the next; at least 32
-    ties lie at or below phi). (bits, bits2, bits3, cnt, n_sel) as _tile_fast's."""
+    or, when that is more than FCAP, the ties of lowest ID up to a bound phi with at least 32 ties at
+    or below it: the smaller of the 32nd smallest of the column groups' lowest tie indices (ties spread
+    over the groups: a plateau) and the (32 / GW)-th smallest of their GW-th lowest (ties filling the
+    first rows: a masked row's -inf, where the first bound admits GW x 32 ties and this one 32).
+    (bits, bits2, bits3, cnt, n_sel) as _tile_fast's."""
     if n_gt + n_eq <= FCAP:
         bits = gtb | eqb
         bits2 = gtb2 | eqb2
@@ -571,18 +572,21 @@ def _with_ties(gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bi
         n_sel = n_gt + n_eq
     else:
         PART: tl.constexpr = TILE // PARTS
-        col = tl.arange(0, NT)
-        lo = bit_index(eqb & -eqb)
-        tmin = tl.where(eqb != 0, _bit_loc(lo, col, GW), TILE)
-        if PARTS >= 2:
-            lo2 = bit_index(eqb2 & -eqb2)
-            tmin2 = PART + _bit_loc(lo2, col, GW)
-            tmin = tl.where((eqb == 0) & (eqb2 != 0), tmin2, tmin)
-        if PARTS == 3:
-            lo3 = bit_index(eqb3 & -eqb3)
-            tmin3 = 2 * PART + _bit_loc(lo3, col, GW)
-            tmin = tl.where((eqb == 0) & (eqb2 == 0) & (eqb3 != 0), tmin3, tmin)
-        phi = kth32_smallest(tmin)
+        t1 = _lowest_tie(eqb, eqb2, eqb3, TILE, PARTS, GW)
+        # (the GW - 1 lowest ties dropped, first part first: clearing a mask's lowest bit)
+        m = eqb
+        m2 = eqb2
+        m3 = eqb3
+        for _ in tl.static_range(GW - 1):
+            in1 = m != 0
+            in2 = (m == 0) & (m2 != 0)
+            m = tl.where(in1, m & (m - 1), m)
+            if PARTS >= 2:
+                m2 = tl.where(in2, m2 & (m2 - 1), m2)
+            if PARTS == 3:
+                m3 = tl.where(in1 | in2, m3, m3 & (m3 - 1))
+        tg = _lowest_tie(m, m2, m3, TILE, PARTS, GW)
+        phi = tl.minimum(kth_smallest(t1, K_C), kth_smallest(tg, K_C // GW))
         bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), GW))
         cnt = popc32(bits)
         bits2 = bits
@@ -595,6 +599,26 @@ def _with_ties(gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bi
             cnt += popc32(bits3)
         n_sel = tl.sum(cnt)
     return bits, bits2, bits3, cnt, n_sel
+
+
+@triton.jit
+def _lowest_tie(eqb, eqb2, eqb3, TILE: tl.constexpr, PARTS: tl.constexpr, GW: tl.constexpr):
+    """Per column group, the index of its lowest tie (TILE if none): its first part's mask's lowest bit
+    (within a column the index grows with the bit, and every index of a part is below every index of
+    the next)."""
+    PART: tl.constexpr = TILE // PARTS
+    col = tl.arange(0, NT)
+    lo = bit_index(eqb & -eqb)
+    tmin = tl.where(eqb != 0, _bit_loc(lo, col, GW), TILE)
+    if PARTS >= 2:
+        lo2 = bit_index(eqb2 & -eqb2)
+        tmin2 = PART + _bit_loc(lo2, col, GW)
+        tmin = tl.where((eqb == 0) & (eqb2 != 0), tmin2, tmin)
+    if PARTS == 3:
+        lo3 = bit_index(eqb3 & -eqb3)
+        tmin3 = 2 * PART + _bit_loc(lo3, col, GW)
+        tmin = tl.where((eqb == 0) & (eqb2 == 0) & (eqb3 != 0), tmin3, tmin)
+    return tmin
 
 
 @triton.jit

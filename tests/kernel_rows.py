@@ -44,6 +44,12 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
         row = np.full(vocab, -np.inf, dtype=F32)
         row[rng.choice(vocab, min(vocab, 5), replace=False)] = rng.standard_normal(min(vocab, 5)).astype(F32)
         return row
+    if kind == "masked":  # guided decoding: 1 token in 1,000 kept, the rest -inf, so each tile holds
+        # fewer than 32 finite logits and ties at theta = -inf fill its first rows (phi bounds them)
+        row = np.full(vocab, -np.inf, dtype=F32)
+        keep = rng.random(vocab) < 1e-3
+        row[keep] = rng.standard_normal(int(keep.sum())).astype(F32)
+        return row
     if kind == "one_live":
         row = np.full(vocab, -np.inf, dtype=F32)
         row[vocab - 1] = F32(-3.0)
@@ -149,8 +155,8 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
     return (rng.standard_normal(vocab) * 4).astype(F32)
 
 
-KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "one_live",
-         "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "warp_heavy", "column_block",
+KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "masked",
+         "one_live", "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "warp_heavy", "column_block",
          "part_crowded", "tie_pairs", "half_ties", "neg_nan", "pos_inf_tail")  # fmt: skip
 # The 16-bit tile's own edges (tile16_jit: ties in and across its four parts, bfloat16 subnormals;
 # binary16 subnormals: the f16_* kinds, which bfloat16 holds as normal values)

@@ -16,11 +16,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from dyadic24.kernels.backend import select_backend  # noqa: E402
+from dyadic24.kernels.backend import interpreting, select_backend  # noqa: E402
 
 select_backend()
 
-from dyadic24.kernels import fuzz  # noqa: E402
+from dyadic24.kernels import fuzz, tile_jit  # noqa: E402
 from dyadic24.kernels.exp_table import TABLE_PATH  # noqa: E402
 
 from kernel_rows import (  # noqa: E402
@@ -72,8 +72,8 @@ def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple
     n) when phi bounds the ties, and ("fallback", n) past FCAP. Column group t holds the elements whose
     index mod 1,024 lies in [8 t, 8 t + 8) (tile16_jit's layout), warp w the column groups 32 w ..
     32 w + 31; theta is the 32nd largest column maximum (by_count, the interpreter's plan) or the
-    smallest of the warps' 8th largest (the GPU's); phi the 32nd smallest of the columns' lowest tie
-    index."""
+    smallest of the warps' 8th largest (the GPU's); phi the smaller of the 32nd smallest of the column
+    groups' lowest tie index and the 4th smallest of their 8th lowest."""
     idx = np.arange(tile)
     col = (idx % 1024) // 8
     cmax = np.full(128, -np.inf)
@@ -87,7 +87,8 @@ def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple
     else:
         first = np.full(128, tile)
         np.minimum.at(first, col[eq], idx[eq])
-        phi = np.sort(first)[31]
+        eighth = np.array([np.append(idx[eq & (col == g)], [tile] * 8)[7] for g in range(128)])
+        phi = min(np.sort(first)[31], np.sort(eighth)[3])
         n, path = int(gt.sum() + (eq & (idx <= phi)).sum()), "phi"
     return ("fallback" if n > FCAP else path), n
 
@@ -105,7 +106,9 @@ def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple
         ("tie_pairs", "float16", 16384, True, "phi"),
         ("column_block", "bfloat16", 16384, True, "fallback"),
         ("warp_heavy", "float16", 8192, False, "fallback"),  # (the GPU's bound only)
-        ("uniform", "bfloat16", 16384, True, "fallback"),  # (phi admits 249 in a column-group row of 1,024)
+        ("uniform", "bfloat16", 16384, True, "phi"),  # (the groups' 8th lowest ties: 32 of the first row)
+        ("sparse", "bfloat16", 16384, False, "phi"),  # (5 finite: a masked row's -inf ties, 32 selected)
+        ("sparse", "float16", 8192, True, "phi"),
         ("bf16_subnormal_mix", "bfloat16", 8192, True, "ties"),
         ("f16_subnormal_top", "float16", 8192, True, "common"),
     ],
@@ -120,3 +123,39 @@ def test_rows_reach_the_paths_of_the_16_bit_tile(kind: str, dtype: str, tile: in
     padded[:vocab] = row
     got = [_tile_path(padded[t : t + tile], tile, by_count) for t in range(0, padded.size, tile)]
     assert path in {p for p, _ in got}, got
+
+
+class _Counted:
+    """A kernel function that records each call (the interpreter resolves a callee by its module's
+    global name at each call, so replacing that name counts the calls)."""
+
+    def __init__(self, fn: Any, calls: list[str]) -> None:
+        self.fn, self.calls = fn, calls
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(getattr(self.fn, "__name__", "?"))
+        return self.fn(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.fn, name)
+
+
+@pytest.mark.skipif(not interpreting(), reason="counts the fallback's calls in the interpreter")
+@pytest.mark.parametrize(
+    ("plan_name", "dtype"),
+    [("four_parts", "bfloat16"), ("four_parts_bitonic", "float16"), ("two_parts", "float16"),
+     ("two_parts", "float32")],
+)  # fmt: skip
+def test_masked_rows_take_no_fallback(plan_name: str, dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows masked to -inf but for a few tokens (guided decoding) and all-tie rows: each tile's ties at
+    theta fill its first rows, and phi (the groups' 8th or, in the binary32 tile, 4th lowest ties)
+    bounds them to 32, so no tile takes the exact fallback (tile_jit._parts_fallback; ~16x slower
+    masked rows on an H100 when it did, benchmarks/DESIGN.md "The 16-bit tile"); the reference's bits."""
+    calls: list[str] = []
+    for name in ("_parts_fallback", "_parts_fallback_call"):
+        monkeypatch.setattr(tile_jit, name, _Counted(getattr(tile_jit, name), calls))
+    check_plan(plan_name, 40_000, dtype, kinds=("masked", "sparse", "uniform"), greedy=())
+    assert calls == []
+    # (and the counting sees the fallback where it is taken: column_block's 256 large values)
+    check_plan(plan_name, 40_000, dtype, kinds=("column_block",), greedy=())
+    assert calls
