@@ -42,6 +42,7 @@ from peers import Peers, flashinfer_version
 from dyadic24.kernels import propose as kp
 
 DEPTH = 5
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}  # (the --dtypes names)
 TAU = 0.7
 OURS = ("dyadic24-sampled", "dyadic24-greedy", "dyadic24-tile-stage", "dyadic24-merge-stage")
 SAMPLERS = (
@@ -233,7 +234,6 @@ def main() -> int:
         info["commit"] = args.commit
     l2 = int(info["l2_bytes"]) or 60 * 2**20
     kp.prepare("cuda")
-    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     vocabs = [int(v) for v in (args.vocabs or "163840,81920,262144").split(",")]
     batches = [int(b) for b in (args.batches or "1,2,4,8,16,64,256").split(",")]
     if args.quick:
@@ -245,7 +245,7 @@ def main() -> int:
     for vocab in vocabs:
         for dname in args.dtypes.split(","):
             for batch in batches:
-                case = Case(dtypes[dname], vocab, batch, l2)
+                case = Case(DTYPES[dname], vocab, batch, l2)
                 for name, body in case.bodies(args.stages).items():
                     if wanted is not None and name not in wanted:
                         continue

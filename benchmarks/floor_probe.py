@@ -45,13 +45,12 @@ import triton.language as tl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_propose import DEPTH, Case, time_graphs, versions
+from bench_propose import DEPTH, DTYPES, Case, time_graphs, versions
 from peers import _empty_kernel
 
 from dyadic24.kernels import propose as kp
 
 SKEL_TILE = 4096
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHAIN_STEPS = 1024
 
 

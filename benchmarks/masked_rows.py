@@ -32,15 +32,14 @@ def measure(out: Path, replays: int, stages: bool) -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_propose import Case, time_graphs, versions
+    from bench_propose import DTYPES, Case, time_graphs, versions
 
     info = versions()
     l2 = int(info["l2_bytes"]) or 60 * 2**20
-    dtypes = {"bf16": torch.bfloat16, "fp32": torch.float32}
     results: list[dict[str, Any]] = []
     for dname, batches in CASES:
         for batch in batches:
-            case = Case(dtypes[dname], VOCAB, batch, l2)
+            case = Case(DTYPES[dname], VOCAB, batch, l2)
             bodies = {"sampled": case.kernel(case.t_sampled), "greedy": case.kernel(case.t_greedy)}
             for masked in (False, True):
                 if masked:  # (the same buffers, masked in place: the unmasked rows were timed first)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_propose
-from bench_propose import DEPTH, TAU, Case, versions
+from bench_propose import DEPTH, DTYPES, TAU, Case, versions
 
 from dyadic24.kernels import propose as kp
 
@@ -77,7 +77,6 @@ PLANS: dict[str, dict[str, Any]] = {
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
 FLOORS = ("torch-topk-softmax-multinomial", "torch-argmax", "read-skeleton", "copy", "launch-floor")
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def plan_for(name: str, batch: int, vocab: int, itemsize: int = 4) -> kp.Plan:
