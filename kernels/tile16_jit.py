@@ -232,17 +232,26 @@ def _with_ties(x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE: tl.constexpr, P
                NT: tl.constexpr, FCAP: tl.constexpr, BY_COUNT: tl.constexpr):  # fmt: skip
     """The selection when fewer than 32 elements lie above theta (Gaussian rows almost never): those and
     the ties at theta, or, when that is more than FCAP, the ties of lowest index up to a bound phi with
-    at least 32 ties at or below it: the smaller of the 32nd smallest of the column groups' lowest tie
-    indices (ties spread over the groups: a plateau) and the 4th smallest of their 8th lowest (ties
-    filling the first rows: a masked row's -inf, where the first bound admits 8 x 32 ties, past FCAP,
-    and this one 32). (bits, cnt, n_sel)."""
+    at least 32 ties at or below it: 31 when the tile's first 32 elements all tie (a masked row's -inf:
+    one reduction), else the smaller of the 32nd smallest of the column groups' lowest tie indices
+    (ties spread over the groups: a plateau) and the 4th smallest of their 8th lowest (ties filling
+    the first rows, where the first bound admits 8 x 32 ties, past FCAP, and this one 32).
+    (bits, cnt, n_sel)."""
     eqb = _group_bits(tl.where(inb & (x == theta_x), bit, 0), NT)  # (lanes past V are not ties)
     c_eq = tl.sum(popc32(eqb), axis=0)
     n_eq = tl.sum(c_eq)
+    # the first 32 elements: the first row of the first part, bits 0-7 of column groups 0-3
+    part = tl.arange(0, eqb.shape[0])[:, None]
+    head = tl.where((part == 0) & (tl.arange(0, NT)[None, :] < K_C // GW16), eqb & 0xFF, 0)
+    c_head = tl.sum(popc32(head), axis=0)
     if n_gt + n_eq <= FCAP:
         bits = gtb | eqb
         cnt = c_gt + c_eq
         n_sel = n_gt + n_eq
+    elif tl.sum(c_head) == K_C:
+        bits = gtb | head
+        cnt = c_gt + c_head
+        n_sel = n_gt + K_C
     else:
         t1 = _first_index(eqb, PART, NT, TILE)
         tg = _first_index(_drop_lowest(eqb, GW16 - 1), PART, NT, TILE)
@@ -260,13 +269,22 @@ def _with_ties(x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE: tl.constexpr, P
 
 @triton.jit
 def _drop_lowest(bits, N: tl.constexpr):
-    """Per column group, its masks [P, NT] less their N lowest-index set bits (in each step the lowest
-    bit of the group's first part whose mask has one)."""
-    part = tl.arange(0, bits.shape[0])[:, None]
+    """Per column group, its masks [P, NT] less their N lowest-index set bits."""
     for _ in tl.static_range(N):
-        first = tl.min(tl.where(bits != 0, part, bits.shape[0]), axis=0)
-        bits = tl.where(part == first[None, :], bits & (bits - 1), bits)
+        _, _, bits = _take_lowest(bits)
     return bits
+
+
+@triton.jit
+def _take_lowest(bits):
+    """Per column group of the masks [P, NT], its lowest-index set bit (0 if none): the lowest bit of
+    its first part whose mask has one (first, that part; lowbit), and the masks with it cleared."""
+    part = tl.arange(0, bits.shape[0])[:, None]
+    first = tl.min(tl.where(bits != 0, part, bits.shape[0]), axis=0)
+    mine = part == first[None, :]
+    mask = tl.sum(tl.where(mine, bits, 0), axis=0)  # (one term)
+    lowbit = mask & -mask
+    return first, lowbit, tl.where(mine, bits ^ lowbit[None, :], bits)
 
 
 @triton.jit
@@ -275,17 +293,11 @@ def _compact(bits, cnt, s_row, PART: tl.constexpr, NT: tl.constexpr):
     to consecutive slots of the program's workspace row s_row, after an exclusive scan of the counts."""
     slot = tl.cumsum(cnt, 0) - cnt
     kmax = tl.max(cnt)
-    part = tl.arange(0, bits.shape[0])[:, None]
     col = tl.arange(0, NT)
     n = kmax * 0
     while n < kmax:
-        # the lowest set bit of the first part whose mask has one, taken and cleared there
-        first = tl.min(tl.where(bits != 0, part, bits.shape[0]), axis=0)
-        mine = part == first[None, :]
-        mask = tl.sum(tl.where(mine, bits, 0), axis=0)  # (one term)
-        lowbit = mask & -mask
+        first, lowbit, bits = _take_lowest(bits)
         li = _bit_loc(bit_index(lowbit), col, NT) + first * PART
-        bits = tl.where(mine, bits ^ lowbit[None, :], bits)
         tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
         n += 1
 

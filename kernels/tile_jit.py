@@ -315,21 +315,9 @@ def _tile_fast(
                     li = _bit_loc(bit_index(lowbit), col, GW)
                     bits = bits ^ lowbit
                 else:
-                    # the lowest set bit of the first part whose mask has one (parts in index order)
-                    # is taken and cleared there; of two parts the second has it whenever the first
-                    # has none (LLVM folds the third part's terms away then: the same SASS)
-                    in1 = bits != 0
-                    in2 = bits == 0
-                    if PARTS == 3:
-                        in2 = in2 & (bits2 != 0)
-                    lowbit = tl.where(in1, bits, tl.where(in2, bits2, bits3))
-                    lowbit = lowbit & -lowbit
+                    lowbit, in1, in2, bits, bits2, bits3 = _take_lowest(bits, bits2, bits3, PARTS)
                     off = tl.where(in1, 0, tl.where(in2, PART, 2 * PART))  # (the part's first element)
                     li = _bit_loc(bit_index(lowbit), col, GW) + off
-                    bits = tl.where(in1, bits ^ lowbit, bits)
-                    bits2 = tl.where(in2, bits2 ^ lowbit, bits2)
-                    if PARTS == 3:
-                        bits3 = tl.where(in1 | in2, bits3, bits3 ^ lowbit)
                 tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
                 n += 1
             tl.debug_barrier()  # the indices were written by other threads of this program
@@ -560,31 +548,34 @@ def _with_ties(gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bi
                PARTS: tl.constexpr, GW: tl.constexpr):  # fmt: skip
     """_tile_fast's selection when fewer than 32 elements lie above theta: those and the ties at theta,
     or, when that is more than FCAP, the ties of lowest ID up to a bound phi with at least 32 ties at
-    or below it: the smaller of the 32nd smallest of the column groups' lowest tie indices (ties spread
-    over the groups: a plateau) and the (32 / GW)-th smallest of their GW-th lowest (ties filling the
-    first rows: a masked row's -inf, where the first bound admits GW x 32 ties and this one 32).
+    or below it: 31 when the tile's first 32 elements all tie (a masked row's -inf: one reduction),
+    else the smaller of the 32nd smallest of the column groups' lowest tie indices (ties spread over
+    the groups: a plateau) and the (32 / GW)-th smallest of their GW-th lowest (ties filling the first
+    rows, where the first bound admits GW x 32 ties and this one 32).
     (bits, bits2, bits3, cnt, n_sel) as _tile_fast's."""
+    # the first 32 elements: the first row of the first part, bits 0 to GW - 1 of groups 0 to 32 / GW - 1
+    head = tl.where(tl.arange(0, NT) < K_C // GW, eqb & ((1 << GW) - 1), 0)
+    c_head = popc32(head)
     if n_gt + n_eq <= FCAP:
         bits = gtb | eqb
         bits2 = gtb2 | eqb2
         bits3 = gtb3 | eqb3
         cnt = c_gt + c_eq
         n_sel = n_gt + n_eq
+    elif tl.sum(c_head) == K_C:
+        bits = gtb | head
+        bits2 = gtb2
+        bits3 = gtb3
+        cnt = c_gt + c_head
+        n_sel = n_gt + K_C
     else:
         PART: tl.constexpr = TILE // PARTS
         t1 = _lowest_tie(eqb, eqb2, eqb3, TILE, PARTS, GW)
-        # (the GW - 1 lowest ties dropped, first part first: clearing a mask's lowest bit)
         m = eqb
         m2 = eqb2
         m3 = eqb3
-        for _ in tl.static_range(GW - 1):
-            in1 = m != 0
-            in2 = (m == 0) & (m2 != 0)
-            m = tl.where(in1, m & (m - 1), m)
-            if PARTS >= 2:
-                m2 = tl.where(in2, m2 & (m2 - 1), m2)
-            if PARTS == 3:
-                m3 = tl.where(in1 | in2, m3, m3 & (m3 - 1))
+        for _ in tl.static_range(GW - 1):  # (each column group's GW - 1 lowest ties dropped)
+            _, _, _, m, m2, m3 = _take_lowest(m, m2, m3, PARTS)
         tg = _lowest_tie(m, m2, m3, TILE, PARTS, GW)
         phi = tl.minimum(kth_smallest(t1, K_C), kth_smallest(tg, K_C // GW))
         bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), GW))
@@ -599,6 +590,25 @@ def _with_ties(gtb, eqb, gtb2, eqb2, gtb3, eqb3, c_gt, c_eq, n_gt, n_eq, loc, bi
             cnt += popc32(bits3)
         n_sel = tl.sum(cnt)
     return bits, bits2, bits3, cnt, n_sel
+
+
+@triton.jit
+def _take_lowest(m, m2, m3, PARTS: tl.constexpr):
+    """Per column group, the lowest set bit of its first part whose mask has one (parts in index
+    order; 0 if none), whether that part is the first (in1) or the second (in2), and the masks with
+    it cleared there. Of two parts the second has it whenever the first has none (LLVM folds the
+    third part's terms away); of one, m2 and m3 are m and their results unused."""
+    in1 = m != 0
+    in2 = m == 0
+    if PARTS == 3:
+        in2 = in2 & (m2 != 0)
+    lowbit = tl.where(in1, m, tl.where(in2, m2, m3))
+    lowbit = lowbit & -lowbit
+    m = tl.where(in1, m ^ lowbit, m)
+    m2 = tl.where(in2, m2 ^ lowbit, m2)
+    if PARTS == 3:
+        m3 = tl.where(in1 | in2, m3, m3 ^ lowbit)
+    return lowbit, in1, in2, m, m2, m3
 
 
 @triton.jit

@@ -68,12 +68,13 @@ def test_binary32_tile_of_widened_16_bit_logits(plan_name: str, dtype: str) -> N
 
 def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple[str, int]:
     """The path the 16-bit tile takes on one tile's binary32 values (the widened 16-bit logits, -inf
-    past V): ("common", n) for n elements above the bound, ("ties", n) for the ties with them, ("phi",
-    n) when phi bounds the ties, and ("fallback", n) past FCAP. Column group t holds the elements whose
+    past V): ("common", n) for n elements above the bound, ("ties", n) for the ties with them, ("head",
+    n) when the first 32 elements tie (phi = 31), ("phi", n) when phi bounds the ties otherwise, and
+    ("fallback", n) past FCAP. Column group t holds the elements whose
     index mod 1,024 lies in [8 t, 8 t + 8) (tile16_jit's layout), warp w the column groups 32 w ..
     32 w + 31; theta is the 32nd largest column maximum (by_count, the interpreter's plan) or the
-    smallest of the warps' 8th largest (the GPU's); phi the smaller of the 32nd smallest of the column
-    groups' lowest tie index and the 4th smallest of their 8th lowest."""
+    smallest of the warps' 8th largest (the GPU's); phi 31 or the smaller of the 32nd smallest of the
+    column groups' lowest tie index and the 4th smallest of their 8th lowest."""
     idx = np.arange(tile)
     col = (idx % 1024) // 8
     cmax = np.full(128, -np.inf)
@@ -84,6 +85,8 @@ def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple
         n, path = int(gt.sum()), "common"
     elif gt.sum() + eq.sum() <= FCAP:
         n, path = int(gt.sum() + eq.sum()), "ties"
+    elif eq[:32].all():
+        n, path = int(gt.sum()) + 32, "head"
     else:
         first = np.full(128, tile)
         np.minimum.at(first, col[eq], idx[eq])
@@ -106,9 +109,11 @@ def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple
         ("tie_pairs", "float16", 16384, True, "phi"),
         ("column_block", "bfloat16", 16384, True, "fallback"),
         ("warp_heavy", "float16", 8192, False, "fallback"),  # (the GPU's bound only)
-        ("uniform", "bfloat16", 16384, True, "phi"),  # (the groups' 8th lowest ties: 32 of the first row)
-        ("sparse", "bfloat16", 16384, False, "phi"),  # (5 finite: a masked row's -inf ties, 32 selected)
-        ("sparse", "float16", 8192, True, "phi"),
+        ("uniform", "bfloat16", 16384, True, "head"),
+        ("sparse", "bfloat16", 16384, False, "head"),  # (5 finite: a masked row's -inf ties, 32 selected)
+        ("masked", "float16", 8192, True, "head"),
+        ("masked_head", "bfloat16", 16384, True, "phi"),  # (the groups' 8th lowest ties: 32 of the first row)
+        ("masked_head", "float16", 8192, False, "phi"),
         ("bf16_subnormal_mix", "bfloat16", 8192, True, "ties"),
         ("f16_subnormal_top", "float16", 8192, True, "common"),
     ],
@@ -148,13 +153,14 @@ class _Counted:
 )  # fmt: skip
 def test_masked_rows_take_no_fallback(plan_name: str, dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows masked to -inf but for a few tokens (guided decoding) and all-tie rows: each tile's ties at
-    theta fill its first rows, and phi (the groups' 8th or, in the binary32 tile, 4th lowest ties)
-    bounds them to 32, so no tile takes the exact fallback (tile_jit._parts_fallback; ~16x slower
+    theta fill its first rows, and phi (31 when a tile's first 32 elements tie, else, as in
+    masked_head's tiles, the groups' 8th or, in the binary32 tile, 4th lowest ties) bounds them to 32
+    or a few more, so no tile takes the exact fallback (tile_jit._parts_fallback; ~16x slower
     masked rows on an H100 when it did, benchmarks/DESIGN.md "The 16-bit tile"); the reference's bits."""
     calls: list[str] = []
     for name in ("_parts_fallback", "_parts_fallback_call"):
         monkeypatch.setattr(tile_jit, name, _Counted(getattr(tile_jit, name), calls))
-    check_plan(plan_name, 40_000, dtype, kinds=("masked", "sparse", "uniform"), greedy=())
+    check_plan(plan_name, 40_000, dtype, kinds=("masked", "masked_head", "sparse", "uniform"), greedy=())
     assert calls == []
     # (and the counting sees the fallback where it is taken: column_block's 256 large values)
     check_plan(plan_name, 40_000, dtype, kinds=("column_block",), greedy=())
