@@ -208,8 +208,8 @@ def _tile_fast(
     elements at theta. On the GPU theta is the smallest over the NT / 32 warps of the warp's
     (32 / warps)-th largest column maximum (32 distinct columns reach it, and no exchange between
     warps is needed); BY_COUNT (the interpreter) takes the 32nd largest column maximum by an exact
-    count. When the ties at theta are needed and too many, phi = the 32nd smallest of the columns'
-    lowest tie indices bounds them (_with_ties).
+    count. When the ties at theta are needed and too many, a bound phi on their indices with at
+    least 32 ties at or below it limits them (_with_ties).
 
     Selection. Each column records its selected elements as a bit mask, formed for the ties only
     when fewer than 32 elements lie above theta (_eq_masks), and writes their indices to consecutive
