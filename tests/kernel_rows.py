@@ -55,6 +55,11 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
         row = make_row("masked", vocab, rng)
         row[3::4096] = rng.standard_normal(row[3::4096].size).astype(F32)
         return row
+    if kind == "plateau_dip":  # one value below a plateau in each block of 4,096, among its first 32
+        # elements: theta is the plateau, 31 of a tile's first 32 elements tie and none lies above
+        row = np.full(vocab, F32(1.5))
+        row[3::4096] = F32(0.5)
+        return row
     if kind == "one_live":
         row = np.full(vocab, -np.inf, dtype=F32)
         row[vocab - 1] = F32(-3.0)
@@ -161,8 +166,9 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
 
 
 KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_values", "sparse", "masked",
-         "masked_head", "one_live", "top_heavy", "tail_heavy", "two_heavy", "pair_hot", "warp_heavy",
-         "column_block", "part_crowded", "tie_pairs", "half_ties", "neg_nan", "pos_inf_tail")  # fmt: skip
+         "masked_head", "plateau_dip", "one_live", "top_heavy", "tail_heavy", "two_heavy", "pair_hot",
+         "warp_heavy", "column_block", "part_crowded", "tie_pairs", "half_ties", "neg_nan",
+         "pos_inf_tail")  # fmt: skip
 # The 16-bit tile's own edges (tile16_jit: ties in and across its four parts, bfloat16 subnormals;
 # binary16 subnormals: the f16_* kinds, which bfloat16 holds as normal values)
 EDGES16 = ("quarter_ties", "part_straddle", "bf16_subnormal_max", "bf16_subnormal_mix")

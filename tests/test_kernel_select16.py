@@ -114,6 +114,7 @@ def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple
         ("masked", "float16", 8192, True, "head"),
         ("masked_head", "bfloat16", 16384, True, "phi"),  # (the groups' 8th lowest ties: 32 of the first row)
         ("masked_head", "float16", 8192, False, "phi"),
+        ("plateau_dip", "float16", 16384, False, "phi"),  # (31 of the first 32 tie, none above theta)
         ("bf16_subnormal_mix", "bfloat16", 8192, True, "ties"),
         ("f16_subnormal_top", "float16", 8192, True, "common"),
     ],
@@ -160,7 +161,7 @@ def test_masked_rows_take_no_fallback(plan_name: str, dtype: str, monkeypatch: p
     calls: list[str] = []
     for name in ("_parts_fallback", "_parts_fallback_call"):
         monkeypatch.setattr(tile_jit, name, _Counted(getattr(tile_jit, name), calls))
-    check_plan(plan_name, 40_000, dtype, kinds=("masked", "masked_head", "sparse", "uniform"), greedy=())
+    check_plan(plan_name, 40_000, dtype, kinds=("masked", "masked_head", "plateau_dip", "sparse", "uniform"), greedy=())
     assert calls == []
     # (and the counting sees the fallback where it is taken: column_block's 256 large values)
     check_plan(plan_name, 40_000, dtype, kinds=("column_block",), greedy=())
