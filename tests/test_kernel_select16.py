@@ -161,7 +161,8 @@ def test_masked_rows_take_no_fallback(plan_name: str, dtype: str, monkeypatch: p
     calls: list[str] = []
     for name in ("_parts_fallback", "_parts_fallback_call"):
         monkeypatch.setattr(tile_jit, name, _Counted(getattr(tile_jit, name), calls))
-    check_plan(plan_name, 40_000, dtype, kinds=("masked", "masked_head", "plateau_dip", "sparse", "uniform"), greedy=())
+    kinds = ("masked", "masked_head", "plateau_dip", "sparse", "uniform")
+    check_plan(plan_name, 40_000, dtype, kinds=kinds, greedy=())
     assert calls == []
     # (and the counting sees the fallback where it is taken: column_block's 256 large values)
     check_plan(plan_name, 40_000, dtype, kinds=("column_block",), greedy=())
