@@ -112,7 +112,7 @@ def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple
         ("uniform", "bfloat16", 16384, True, "head"),
         ("sparse", "bfloat16", 16384, False, "head"),  # (5 finite: a masked row's -inf ties, 32 selected)
         ("masked", "float16", 8192, True, "head"),
-        ("masked_head", "bfloat16", 16384, True, "phi"),  # (the groups' 8th lowest ties: 32 of the first row)
+        ("masked_head", "bfloat16", 16384, True, "phi"),  # (the groups' 8th lowest ties: ~40, first row)
         ("masked_head", "float16", 8192, False, "phi"),
         ("plateau_dip", "float16", 16384, False, "phi"),  # (31 of the first 32 tie, none above theta)
         ("bf16_subnormal_mix", "bfloat16", 8192, True, "ties"),
