@@ -219,17 +219,12 @@ def _bit_loc(bi, col, NT: tl.constexpr):
 
 @triton.jit
 def _first_index(bits, PART: tl.constexpr, NT: tl.constexpr, TILE: tl.constexpr):
-    """Per column group, the index of the first element its masks [P, NT] select (TILE if none):
-    _take_lowest's bit as an index."""
-    first, lowbit, _ = _take_lowest(bits)
-    return tl.where(lowbit != 0, _lowest_loc(first, lowbit, PART, NT), TILE)
-
-
-@triton.jit
-def _lowest_loc(first, lowbit, PART: tl.constexpr, NT: tl.constexpr):
-    """The index of _take_lowest's bit lowbit of part first, per column group (within a column group the
-    index grows with the bit, and every index of a part lies below every index of the next)."""
-    return _bit_loc(bit_index(lowbit), tl.arange(0, NT), NT) + first * PART
+    """Per column group, the index of the first element its masks [P, NT] select (TILE if none): the
+    lowest bit of its first part whose mask has one (within a column group the index grows with the
+    bit, and every index of a part lies below every index of the next)."""
+    part = tl.arange(0, bits.shape[0])[:, None]
+    lo = _bit_loc(bit_index(bits & -bits), tl.arange(0, NT)[None, :], NT) + part * PART
+    return tl.min(tl.where(bits != 0, lo, TILE), axis=0)
 
 
 @triton.jit
@@ -298,10 +293,11 @@ def _compact(bits, cnt, s_row, PART: tl.constexpr, NT: tl.constexpr):
     to consecutive slots of the program's workspace row s_row, after an exclusive scan of the counts."""
     slot = tl.cumsum(cnt, 0) - cnt
     kmax = tl.max(cnt)
+    col = tl.arange(0, NT)
     n = kmax * 0
     while n < kmax:
         first, lowbit, bits = _take_lowest(bits)
-        li = _lowest_loc(first, lowbit, PART, NT)
+        li = _bit_loc(bit_index(lowbit), col, NT) + first * PART
         tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
         n += 1
 

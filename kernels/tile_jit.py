@@ -290,6 +290,7 @@ def _tile_fast(
         bit = 1 << (rr * GW + (cc & (GW - 1)))  # (distinct powers of two: sums are ORs)
         theta_f = key_value32(theta)  # (x > theta_f exactly when value_key32(x) > theta, x not NaN)
         gtb, gtb2, gtb3, c_gt, n_gt = _gt_masks(x, x2, x3, theta_f, bit, PARTS, GW)
+        col = tl.arange(0, NT)  # (the compaction's column indices)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
             bits2 = gtb2
@@ -309,8 +310,14 @@ def _tile_fast(
             kmax = tl.max(cnt)
             n = kmax * 0
             while n < kmax:
-                lowbit, in1, in2, bits, bits2, bits3 = _take_lowest(bits, bits2, bits3, PARTS)
-                li = _lowest_loc(lowbit, in1, in2, TILE, PARTS, GW)
+                if PARTS == 1:
+                    lowbit = bits & -bits
+                    li = _bit_loc(bit_index(lowbit), col, GW)
+                    bits = bits ^ lowbit
+                else:
+                    lowbit, in1, in2, bits, bits2, bits3 = _take_lowest(bits, bits2, bits3, PARTS)
+                    off = tl.where(in1, 0, tl.where(in2, PART, 2 * PART))  # (the part's first element)
+                    li = _bit_loc(bit_index(lowbit), col, GW) + off
                 tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
                 n += 1
             tl.debug_barrier()  # the indices were written by other threads of this program
@@ -606,21 +613,22 @@ def _take_lowest(m, m2, m3, PARTS: tl.constexpr):
 
 @triton.jit
 def _lowest_tie(eqb, eqb2, eqb3, TILE: tl.constexpr, PARTS: tl.constexpr, GW: tl.constexpr):
-    """Per column group, the index of its lowest tie (TILE if none): _take_lowest's bit as an index."""
-    lowbit, in1, in2, _, _, _ = _take_lowest(eqb, eqb2, eqb3, PARTS)
-    return tl.where(lowbit != 0, _lowest_loc(lowbit, in1, in2, TILE, PARTS, GW), TILE)
-
-
-@triton.jit
-def _lowest_loc(lowbit, in1, in2, TILE: tl.constexpr, PARTS: tl.constexpr, GW: tl.constexpr):
-    """The tile-local index of _take_lowest's bit lowbit, per column group: its part's first element
-    plus the bit's place (within a column the index grows with the bit, and every index of a part is
-    below every index of the next)."""
+    """Per column group, the index of its lowest tie (TILE if none): its first part's mask's lowest bit
+    (within a column the index grows with the bit, and every index of a part is below every index of
+    the next)."""
     PART: tl.constexpr = TILE // PARTS
-    li = _bit_loc(bit_index(lowbit), tl.arange(0, NT), GW)
+    col = tl.arange(0, NT)
+    lo = bit_index(eqb & -eqb)
+    tmin = tl.where(eqb != 0, _bit_loc(lo, col, GW), TILE)
     if PARTS >= 2:
-        li += tl.where(in1, 0, tl.where(in2, PART, 2 * PART))
-    return li
+        lo2 = bit_index(eqb2 & -eqb2)
+        tmin2 = PART + _bit_loc(lo2, col, GW)
+        tmin = tl.where((eqb == 0) & (eqb2 != 0), tmin2, tmin)
+    if PARTS == 3:
+        lo3 = bit_index(eqb3 & -eqb3)
+        tmin3 = 2 * PART + _bit_loc(lo3, col, GW)
+        tmin = tl.where((eqb == 0) & (eqb2 == 0) & (eqb3 != 0), tmin3, tmin)
+    return tmin
 
 
 @triton.jit
