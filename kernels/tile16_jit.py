@@ -57,6 +57,7 @@ ROWS16 = tl.constexpr(4)  # rows of a part: a column group's elements of one par
 INTERPRETED = tl.constexpr(interpreting())  # (the interpreter holds bfloat16 as integers: _values)
 NEG_INF_BF16 = tl.constexpr(-128)  # 0xFF80 as int16: lanes past V read as -inf
 NEG_INF_F16 = tl.constexpr(-1024)  # 0xFC00
+UNROLL = tl.constexpr(4)  # the compaction's unrolled steps: Gaussian tiles rarely hold more per column group
 
 
 @triton.jit
@@ -152,7 +153,11 @@ def tile16(
         theta_x = _as_values(theta, SRC)
         gtb = _group_bits(tl.where(x > theta_x, bit, 0), NT)
         c_gt = tl.sum(popc32(gtb), axis=0)
-        n_gt = tl.sum(c_gt)
+        # (one reduction: the count above theta, and in bits 16 on the column groups holding more than
+        # UNROLL of them, which the compaction's unrolled steps do not cover)
+        packed = tl.sum(c_gt + ((c_gt > UNROLL).to(tl.int32) << 16))
+        n_gt = packed & 0xFFFF
+        many = packed >> 16
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
             cnt = c_gt
@@ -161,10 +166,11 @@ def tile16(
             bits, cnt, n_sel = _with_ties(
                 x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE, PART, NT, FCAP, BY_COUNT
             )
+            many = tl.sum((cnt > UNROLL).to(tl.int32))
         over = n_sel > FCAP
         if n_sel <= FCAP:
             s_row = scratch_ptr + pid * FCAP
-            _compact(bits, cnt, s_row, PART, NT)
+            _compact(bits, cnt, many, s_row, PART, NT)
             tl.debug_barrier()  # the indices were written by other threads of this program
             if n_sel <= SMALL:
                 top = _selected_top32(s_row, base, first_id, n_sel, SMALL, SRC, BY_COUNT)
@@ -288,18 +294,25 @@ def _take_lowest(bits):
 
 
 @triton.jit
-def _compact(bits, cnt, s_row, PART: tl.constexpr, NT: tl.constexpr):
+def _compact(bits, cnt, many, s_row, PART: tl.constexpr, NT: tl.constexpr):
     """Each column group's selected indices (its masks' set bits, first part first, lowest bit first)
-    to consecutive slots of the program's workspace row s_row, after an exclusive scan of the counts."""
+    to consecutive slots of the program's workspace row s_row, after an exclusive scan of the counts:
+    UNROLL steps unrolled, then, when many (the column groups holding more) is not 0, a loop to the
+    largest count."""
     slot = tl.cumsum(cnt, 0) - cnt
-    kmax = tl.max(cnt)
     col = tl.arange(0, NT)
-    n = kmax * 0
-    while n < kmax:
+    for k in tl.static_range(UNROLL):
         first, lowbit, bits = _take_lowest(bits)
         li = _bit_loc(bit_index(lowbit), col, NT) + first * PART
-        tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
-        n += 1
+        tl.store(s_row + slot + k, li.to(tl.int64), mask=lowbit != 0)
+    if many > 0:
+        kmax = tl.max(cnt)
+        n = kmax * 0 + UNROLL
+        while n < kmax:
+            first, lowbit, bits = _take_lowest(bits)
+            li = _bit_loc(bit_index(lowbit), col, NT) + first * PART
+            tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
+            n += 1
 
 
 @triton.jit
