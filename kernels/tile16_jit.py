@@ -130,13 +130,14 @@ def tile16(
     words = (
         (nan.to(tl.int32) << 2) | ((gmax == SK_POS_INF).to(tl.int32) << 1) | (gmax > SK_NEG_INF).to(tl.int32)
     )
-    tl.store(flags_ptr + pid, tl.max(words) ^ ftag)
+    # (stored with the first program-wide reduction each path needs, in the same one: _max_max)
     l32 = tl.arange(0, K_C)
     out = cand_ptr + pid * K_C
     over = False
     bit = 1 << (rr * GW16 + (cc & (GW16 - 1)))  # (distinct powers of two: sums are ORs)
     if greedy_fast:  # clause 4.1: the tile's largest key alone (lowest ID among equal values)
-        top = tl.max(gmax)
+        top, fmax = tl.reduce((gmax, words), 0, _max_max)
+        tl.store(flags_ptr + pid, fmax ^ ftag)
         # (its first element by the masks of its equals: no index per element; lanes past V need no
         # mask: they follow every element of the row, and hold -inf)
         equal = _group_bits(tl.where(x == _as_values(top, SRC), bit, 0), NT)
@@ -147,9 +148,14 @@ def tile16(
         # (a NaN below -inf could pull theta under the -inf of the lanes past V; the row fails anyway)
         if BY_COUNT:
             theta = tl.maximum(kth32_value(gmax, gmax >= INT32_MIN), SK_NEG_INF)  # (all counted)
+            fmax = tl.max(words)
         else:
             runs: tl.constexpr = NT // 32
-            theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
+            low = tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs), axis=1)  # (per warp)
+            wmax = tl.max(tl.reshape(words, [runs, 32]), axis=1)
+            low, fmax = tl.reduce((low, wmax), 0, _min_max)
+            theta = tl.maximum(low, SK_NEG_INF)
+        tl.store(flags_ptr + pid, fmax ^ ftag)
         theta_x = _as_values(theta, SRC)
         gtb = _group_bits(tl.where(x > theta_x, bit, 0), NT)
         c_gt = tl.sum(popc32(gtb), axis=0)
@@ -178,6 +184,18 @@ def tile16(
                 top = _selected_top32(s_row, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
             tl.store(out + l32, top ^ ktag)
     return over
+
+
+@triton.jit
+def _max_max(a, f, b, g):
+    """tl.reduce's combination of (key, flag word) pairs: both maxima (one exchange between warps)."""
+    return tl.maximum(a, b), tl.maximum(f, g)
+
+
+@triton.jit
+def _min_max(a, f, b, g):
+    """The same for (bound, flag word) pairs: the bounds' minimum, the words' maximum."""
+    return tl.minimum(a, b), tl.maximum(f, g)
 
 
 @triton.jit
