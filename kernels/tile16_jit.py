@@ -57,7 +57,6 @@ ROWS16 = tl.constexpr(4)  # rows of a part: a column group's elements of one par
 INTERPRETED = tl.constexpr(interpreting())  # (the interpreter holds bfloat16 as integers: _values)
 NEG_INF_BF16 = tl.constexpr(-128)  # 0xFF80 as int16: lanes past V read as -inf
 NEG_INF_F16 = tl.constexpr(-1024)  # 0xFC00
-UNROLL = tl.constexpr(4)  # the compaction's unrolled steps: Gaussian tiles rarely hold more per column group
 
 
 @triton.jit
@@ -130,14 +129,13 @@ def tile16(
     words = (
         (nan.to(tl.int32) << 2) | ((gmax == SK_POS_INF).to(tl.int32) << 1) | (gmax > SK_NEG_INF).to(tl.int32)
     )
-    # (stored with the first program-wide reduction each path needs, in the same one: _max_max)
+    tl.store(flags_ptr + pid, tl.max(words) ^ ftag)
     l32 = tl.arange(0, K_C)
     out = cand_ptr + pid * K_C
     over = False
     bit = 1 << (rr * GW16 + (cc & (GW16 - 1)))  # (distinct powers of two: sums are ORs)
     if greedy_fast:  # clause 4.1: the tile's largest key alone (lowest ID among equal values)
-        top, fmax = tl.reduce((gmax, words), 0, _max_max)
-        tl.store(flags_ptr + pid, fmax ^ ftag)
+        top = tl.max(gmax)
         # (its first element by the masks of its equals: no index per element; lanes past V need no
         # mask: they follow every element of the row, and hold -inf)
         equal = _group_bits(tl.where(x == _as_values(top, SRC), bit, 0), NT)
@@ -148,22 +146,13 @@ def tile16(
         # (a NaN below -inf could pull theta under the -inf of the lanes past V; the row fails anyway)
         if BY_COUNT:
             theta = tl.maximum(kth32_value(gmax, gmax >= INT32_MIN), SK_NEG_INF)  # (all counted)
-            fmax = tl.max(words)
         else:
             runs: tl.constexpr = NT // 32
-            low = tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs), axis=1)  # (per warp)
-            wmax = tl.max(tl.reshape(words, [runs, 32]), axis=1)
-            low, fmax = tl.reduce((low, wmax), 0, _min_max)
-            theta = tl.maximum(low, SK_NEG_INF)
-        tl.store(flags_ptr + pid, fmax ^ ftag)
+            theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
         theta_x = _as_values(theta, SRC)
         gtb = _group_bits(tl.where(x > theta_x, bit, 0), NT)
         c_gt = tl.sum(popc32(gtb), axis=0)
-        # (one reduction: the count above theta, and in bits 16 on the column groups holding more than
-        # UNROLL of them, which the compaction's unrolled steps do not cover)
-        packed = tl.sum(c_gt + ((c_gt > UNROLL).to(tl.int32) << 16))
-        n_gt = packed & 0xFFFF
-        many = packed >> 16
+        n_gt = tl.sum(c_gt)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
             bits = gtb
             cnt = c_gt
@@ -172,11 +161,10 @@ def tile16(
             bits, cnt, n_sel = _with_ties(
                 x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE, PART, NT, FCAP, BY_COUNT
             )
-            many = tl.sum((cnt > UNROLL).to(tl.int32))
         over = n_sel > FCAP
         if n_sel <= FCAP:
             s_row = scratch_ptr + pid * FCAP
-            _compact(bits, cnt, many, s_row, PART, NT)
+            _compact(bits, cnt, s_row, PART, NT)
             tl.debug_barrier()  # the indices were written by other threads of this program
             if n_sel <= SMALL:
                 top = _selected_top32(s_row, base, first_id, n_sel, SMALL, SRC, BY_COUNT)
@@ -184,18 +172,6 @@ def tile16(
                 top = _selected_top32(s_row, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
             tl.store(out + l32, top ^ ktag)
     return over
-
-
-@triton.jit
-def _max_max(a, f, b, g):
-    """tl.reduce's combination of (key, flag word) pairs: both maxima (one exchange between warps)."""
-    return tl.maximum(a, b), tl.maximum(f, g)
-
-
-@triton.jit
-def _min_max(a, f, b, g):
-    """The same for (bound, flag word) pairs: the bounds' minimum, the words' maximum."""
-    return tl.minimum(a, b), tl.maximum(f, g)
 
 
 @triton.jit
@@ -312,25 +288,18 @@ def _take_lowest(bits):
 
 
 @triton.jit
-def _compact(bits, cnt, many, s_row, PART: tl.constexpr, NT: tl.constexpr):
+def _compact(bits, cnt, s_row, PART: tl.constexpr, NT: tl.constexpr):
     """Each column group's selected indices (its masks' set bits, first part first, lowest bit first)
-    to consecutive slots of the program's workspace row s_row, after an exclusive scan of the counts:
-    UNROLL steps unrolled, then, when many (the column groups holding more) is not 0, a loop to the
-    largest count."""
+    to consecutive slots of the program's workspace row s_row, after an exclusive scan of the counts."""
     slot = tl.cumsum(cnt, 0) - cnt
+    kmax = tl.max(cnt)
     col = tl.arange(0, NT)
-    for k in tl.static_range(UNROLL):
+    n = kmax * 0
+    while n < kmax:
         first, lowbit, bits = _take_lowest(bits)
         li = _bit_loc(bit_index(lowbit), col, NT) + first * PART
-        tl.store(s_row + slot + k, li.to(tl.int64), mask=lowbit != 0)
-    if many > 0:
-        kmax = tl.max(cnt)
-        n = kmax * 0 + UNROLL
-        while n < kmax:
-            first, lowbit, bits = _take_lowest(bits)
-            li = _bit_loc(bit_index(lowbit), col, NT) + first * PART
-            tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
-            n += 1
+        tl.store(s_row + slot + n, li.to(tl.int64), mask=lowbit != 0)
+        n += 1
 
 
 @triton.jit

@@ -163,7 +163,6 @@ def _tile_program(
             _parts_fallback_call(
                 logits_ptr, cand_ptr, scratch_ptr + pid * FCAP, pid, row, tile, V, ktag, TILE, SRC, BY_COUNT
             )
-            tl.debug_barrier()  # (and after it: ptxas may lay tile16's blocks out after the call)
     elif TILE >= 8 * NT and (TILE <= 64 * NT or TILE == 96 * NT):
         _tile_fast(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
