@@ -411,7 +411,9 @@ def _release(bc: BulkCall) -> None:
     seg = bc.segment
     if isinstance(seg, shared_memory.SharedMemory):
         seg.unlink()
-        with contextlib.suppress(BufferError):  # a view still held: the mapping goes with it
+        # numpy views of it hold no buffer export, so this unmaps under them: nothing reads the call
+        # after its release. (BufferError: some other object's export; the mapping goes with it.)
+        with contextlib.suppress(BufferError):
             seg.close()
 
 

@@ -10,6 +10,7 @@ not a conformance verdict).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -302,8 +303,13 @@ def _option(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import faulthandler
+
     from dyadic24.conformance import stop
 
+    if not faulthandler.is_enabled():  # a crash of the runner itself shows where, not a bare signal
+        with contextlib.suppress(AttributeError, ValueError, OSError):  # (no usable standard error)
+            faulthandler.enable()
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         validate(args)
@@ -380,7 +386,12 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         for _, impl, _ in impls:
             if impl is not None:
-                impl.close()
+                try:
+                    impl.close()
+                except Interrupted:
+                    # a signal while closing: the checks are over (or already stopped) and the verdict
+                    # stands; signals are ignored from the first on, so this close runs to its end
+                    impl.close()
     if not args.quiet:
         print(render_text(report, args.max_report, notes))
     for option, path, write in (("--json", args.json, write_json), ("--junit", args.junit, write_junit)):

@@ -9,6 +9,12 @@ error or announce a gigantic response. The runner stays in charge of time and me
   stops after ``STDERR_RELAY`` bytes, and the last ``STDERR_TAIL`` lines are kept for messages.
 
 Any failure raises ``SubjectGoneError`` with one line saying why; the process is then dead for the runner.
+
+``kill`` (which ``close`` ends with) waits for the three threads to end: a daemon thread that wakes
+while the interpreter finalizes can crash CPython up to 3.13 (python/cpython#124878, #110052), and
+a run stopped by SIGINT, its subject's threads waking on end of output as it exited, ended with
+SIGSEGV instead of status 130 on CI's Python 3.12.1 (2026-12-07). A thread held by a process that left
+the subject's session (``setsid`` in a fork) is given up on after ``JOIN_GRACE`` seconds.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ STDERR_TAIL = 20  # lines kept for crash messages
 STDERR_RELAY = 1 << 20  # bytes of standard error relayed before the relay falls silent
 EXIT_GRACE = 1.0  # seconds of output still read after the process exited (then its group is killed)
 CLOSE_GRACE = 5.0  # seconds a process has to exit after its input is closed
+JOIN_GRACE = 2.0  # seconds kill() waits for the three threads to end once the session is dead
 POLL = 0.1  # seconds between checks that the process is alive
 
 
@@ -92,8 +99,12 @@ class SubjectProcess:
         self._read_unit = read_unit
         self._writing = threading.Event()
         self.dead: str | None = None
-        for target in (self._reader, self._writer, self._relay):
-            threading.Thread(target=target, daemon=True).start()
+        self._threads = [
+            threading.Thread(target=target, daemon=True, name=f"{name} {target.__name__[1:]}")
+            for target in (self._reader, self._writer, self._relay)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     # ---- threads
 
@@ -236,11 +247,22 @@ class SubjectProcess:
         return text + self.last_stderr()
 
     def kill(self) -> None:
-        """End the process and every process of its session (its forked children)."""
+        """End the process and every process of its session (its forked children), then its threads
+        (its output reaches end of file, the writer is told to stop)."""
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+        self._writes.put(None)
+        deadline = time.monotonic() + JOIN_GRACE
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def threads_alive(self) -> list[str]:
+        """The names of this process's threads still running (none once ``kill`` has returned, unless
+        a process outside the session holds a pipe)."""
+        return [t.name for t in self._threads if t.is_alive()]
 
     def close(self, grace: float = CLOSE_GRACE) -> None:
         """Close the input (the subject should then exit), wait up to ``grace`` seconds, then kill the
@@ -251,9 +273,11 @@ class SubjectProcess:
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 self.proc.stdin.close()
-        if grace > 0 and self.dead is None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=grace)
-        self.kill()
+        try:
+            if grace > 0 and self.dead is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=grace)
+        finally:  # (a signal during the grace still ends the session)
+            self.kill()
         # (its output streams are left to the reader threads: closing one a thread reads would wait
         # on that thread's lock until end of output)

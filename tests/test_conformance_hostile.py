@@ -435,7 +435,7 @@ def test_a_huge_bulk_starts_at_once(here: Path) -> None:
     time.sleep(12)
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err[-3000:]
     assert re.search(r" bulk (\d+)/\1 ", out.strip().splitlines()[-1]), err[-2000:]  # rows were compared
 
 
