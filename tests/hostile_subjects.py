@@ -126,6 +126,24 @@ def forks(logits: Any, temperature: Any, seed: Any, round: Any, position: Any, *
     return _fast(logits, temperature, seed, round, position, tau)
 
 
+def escapes_briefly(
+    logits: Any, temperature: Any, seed: Any, round: Any, position: Any, *, tau: Any = 0.7
+) -> Any:
+    """Right but slow; the first call forks a child that leaves the session (out of the runner's
+    reach) and holds the host's pipes for 1.5 s after the host has ended, so the runner's threads end
+    late."""
+    host = os.getpid()
+    if not os.path.exists("escaped.pid") and os.fork() == 0:
+        os.setsid()
+        with open("escaped.pid", "w") as f:
+            f.write(str(os.getpid()))
+        while os.getppid() == host:
+            time.sleep(0.05)
+        time.sleep(1.5)
+        os._exit(0)
+    return slow(logits, temperature, seed, round, position, tau=tau)
+
+
 def wrong_on_binary16(
     logits: Any, temperature: Any, seed: Any, round: Any, position: Any, *, tau: Any = 0.7
 ) -> Any:

@@ -388,6 +388,36 @@ def test_one_signal_ends_the_run_with_its_partial_report(
     assert group(proc.pid) == ""  # no worker or host left behind
 
 
+def test_a_stopped_run_leaves_the_runner_no_thread_to_outlive_it(here: Path) -> None:
+    """The runner's own threads (one reader, writer and relay per subject) have ended by the time its
+    main returns: one that woke while the interpreter finalized crashed CPython 3.12.1 (SIGSEGV
+    instead of status 130 on CI, 2026-12-07). The subject's escaped child holds its pipes for 1.5 s
+    after the host is killed, within kill's 2 s wait for the threads."""
+    script = (
+        "import sys, threading\n"
+        "from dyadic24.conformance.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print('threads:', sorted(t.name for t in threading.enumerate()), flush=True)\n"
+        "sys.exit(code)\n"
+    )
+    args = ["--impl", "hostile_subjects:escapes_briefly", "--bulk", str(10**7), "--workers", "2"]
+    quiet = ["--no-vectors", "--no-invalid", "--no-fuzz", "--accumulated", "0", "--no-progress"]
+    proc = subprocess.Popen(
+        [PY, "-P", "-c", script, *args, *quiet],
+        cwd=here,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    time.sleep(8)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "threads: ['MainThread']" in out, out[-500:]
+
+
 def group(pgid: int) -> str:
     return subprocess.run(
         ["pgrep", "-g", str(pgid)], capture_output=True, text=True, check=False
