@@ -50,10 +50,12 @@ def conform(cwd: Path, *args: str, timeout: float = 300) -> subprocess.Completed
     )
 
 
-def started(cwd: Path, *args: str) -> subprocess.Popen[str]:
-    """A conform run of the slow subject in a session of its own, to be signalled as a terminal does."""
+def started(
+    cwd: Path, *args: str, impl: str = "slow", runner: tuple[str, ...] = ("-m", "dyadic24", "conform")
+) -> subprocess.Popen[str]:
+    """A conform run of a slow subject in a session of its own, to be signalled as a terminal does."""
     return subprocess.Popen(
-        [PY, "-P", "-m", "dyadic24", "conform", "--impl", "hostile_subjects:slow", "--workers", "2", *args],
+        [PY, "-P", *runner, "--impl", f"hostile_subjects:{impl}", "--workers", "2", *args],
         cwd=cwd,
         env=env(),
         stdout=subprocess.PIPE,
@@ -400,17 +402,8 @@ def test_a_stopped_run_leaves_the_runner_no_thread_to_outlive_it(here: Path) -> 
         "print('threads:', sorted(t.name for t in threading.enumerate()), flush=True)\n"
         "sys.exit(code)\n"
     )
-    args = ["--impl", "hostile_subjects:escapes_briefly", "--bulk", str(10**7), "--workers", "2"]
     quiet = ["--no-vectors", "--no-invalid", "--no-fuzz", "--accumulated", "0", "--no-progress"]
-    proc = subprocess.Popen(
-        [PY, "-P", "-c", script, *args, *quiet],
-        cwd=here,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = started(here, "--bulk", str(10**7), *quiet, impl="escapes_briefly", runner=("-c", script))
     time.sleep(8)
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
