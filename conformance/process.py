@@ -269,7 +269,6 @@ class SubjectProcess:
         session: nothing the subject started outlives the run."""
         if self._writing.is_set():  # a write blocked on a full pipe holds the stream's lock: kill first
             self.kill()
-        self._writes.put(None)
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 self.proc.stdin.close()

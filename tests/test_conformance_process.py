@@ -57,8 +57,10 @@ def test_a_pipe_held_outside_the_session_bounds_the_wait(tmp_path: Path) -> None
     try:
         p.send(b"one\n")
         assert p.receive() == b"one\n"
-        while not pid_file.exists() or not pid_file.read_text():
+        deadline = time.monotonic() + 10
+        while (not pid_file.exists() or not pid_file.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
+        assert pid_file.exists() and pid_file.read_text(), "the child did not start"
         start = time.monotonic()
         p.kill()
         took = time.monotonic() - start
