@@ -138,11 +138,23 @@ class Case:
 def time_graphs(
     case: Case, body: Callable[[list[torch.Tensor]], None], replays: int, warmup: int
 ) -> dict[str, float]:
-    stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    """Time ``body`` as replays of one graph per logits set, warmed on a new torch.cuda.Stream() (a
+    pool stream per call: results/variants.md "Two timing modes" on what that does at B = 64)."""
+    graphs = capture(case, body, torch.cuda.Stream())  # type: ignore[no-untyped-call]
+    result = replay_times(graphs, replays, warmup)
+    del graphs
+    return result
+
+
+def capture(
+    case: Case, body: Callable[[list[torch.Tensor]], None], stream: torch.cuda.Stream
+) -> list[torch.cuda.CUDAGraph]:
+    """One graph of ``body`` per logits set, after running it eagerly on ``stream`` (compile and warm
+    outside capture)."""
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         for s in case.sets[:2]:
-            body(s)  # compile / warm outside capture
+            body(s)
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     graphs = []
@@ -151,6 +163,11 @@ def time_graphs(
         with torch.cuda.graph(g):
             body(s)
         graphs.append(g)
+    return graphs
+
+
+def replay_times(graphs: list[torch.cuda.CUDAGraph], replays: int, warmup: int) -> dict[str, float]:
+    """Median and deciles (us) of ``replays`` CUDA-event-timed replays, rotating over ``graphs``."""
     for i in range(warmup):
         graphs[i % len(graphs)].replay()
     torch.cuda.synchronize()
@@ -162,13 +179,12 @@ def time_graphs(
         ends[i].record()
     torch.cuda.synchronize()
     times = sorted(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends, strict=True))
-    del graphs
     return {
         "median_us": statistics.median(times),
         "p10_us": times[len(times) // 10],
         "p90_us": times[(9 * len(times)) // 10],
         "replays": replays,
-        "graphs_rotated": case.n_sets,
+        "graphs_rotated": len(graphs),
     }
 
 

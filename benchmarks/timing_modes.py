@@ -1,0 +1,172 @@
+# mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
+"""The two timing modes of bfloat16 / binary16 rows at B = 64 (results/variants.md "Two timing modes").
+
+The same graph of the default plan, V = 163,840, depth 5, times ~74 or ~78 us on an H100 by what
+the process did before (no clock change: 1,980 MHz throughout). Four probes, one process each, with
+bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond twice the L2):
+
+- ``workspaces``: eight workspaces, each timed three times round-robin through
+  bench_propose.time_graphs (a new pool stream per call for the eager warm-up), with the
+  workspaces' addresses: is the mode a workspace's?
+- ``idle``: timings through time_graphs separated by 10 s idle gaps and run back to back (run
+  ``nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv -lms 100`` beside it): is it the clock?
+- ``graphs``: one warm-up stream for the whole process; a graph captured first and kept is timed after
+  each of 14 new captures: is it per captured graph, or does capturing flip it?
+- ``order``: bench_propose's order (sampled, greedy, read skeleton, the compiled torch race) three
+  times with a pool stream per call, then with torch.cuda.Stream() returning one stream, then pool
+  streams again: which bodies the mode touches, and whether one warm-up stream keeps the fast one.
+
+Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe workspaces|idle|graphs|order
+Writes DIR/timing_modes_<probe>.json; prints one line per timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_propose as bp
+from bench_propose import DEPTH, DTYPES, TAU, Case
+
+from dyadic24.kernels import propose as kp
+
+VOCAB, BATCH = 163_840, 64
+WORDS = ("cand", "flags", "scratch", "mscratch", "counter")  # a workspace's tensors
+
+
+def body_for(case: Case, plan: kp.Plan, ws: kp.Workspace, temp: torch.Tensor):
+    def run(bufs: list[torch.Tensor]) -> None:
+        for p in range(DEPTH):
+            kp.propose(bufs[p], temp, case.seed, case.round, case.positions[p], tau=TAU,
+                       out=case.outs[p], workspace=ws, plan=plan)  # fmt: skip
+
+    return run
+
+
+def new_case(dname: str) -> tuple[Case, kp.Plan]:
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    case = Case(DTYPES[dname], VOCAB, BATCH, l2, "cuda")
+    return case, kp.Plan.for_shape(BATCH, VOCAB, itemsize=case.itemsize)
+
+
+def probe_workspaces(res: list[dict[str, Any]]) -> None:
+    for dname in ("bf16", "fp16"):
+        case, plan = new_case(dname)
+        wss = [kp.make_workspace(BATCH, VOCAB, "cuda", plan.tile) for _ in range(8)]
+        for rep in range(3):
+            for i, ws in enumerate(wss):
+                temps = [("sampled", case.t_sampled)] + ([("greedy", case.t_greedy)] if rep == 0 else [])
+                for tn, temp in temps:
+                    r = bp.time_graphs(case, body_for(case, plan, ws, temp), 200, 20)
+                    ptrs = {k: getattr(ws, k).data_ptr() for k in WORDS}
+                    res.append({"dtype": dname, "rep": rep, "ws": i, "temp": tn, **r,
+                                **{k: hex(v) for k, v in ptrs.items()}})  # fmt: skip
+                    at = " ".join(f"{k}={v % (1 << 21):#x}" for k, v in ptrs.items())  # (within 2 MiB)
+                    print(f"{dname} rep{rep} ws{i} {tn:8s} {r['median_us']:7.1f} {at}", flush=True)
+        del case, wss
+        torch.cuda.empty_cache()
+
+
+def probe_idle(res: list[dict[str, Any]]) -> None:
+    case, plan = new_case("bf16")
+    ws = kp.make_workspace(BATCH, VOCAB, "cuda", plan.tile)
+    t0 = time.time()
+
+    def timed(label: str, temp: torch.Tensor, replays: int = 200) -> None:
+        r = bp.time_graphs(case, body_for(case, plan, ws, temp), replays, 20)
+        res.append({"t": time.time() - t0, "label": label, **r})
+        print(f"{time.time() - t0:7.2f}s {label:32s} {r['median_us']:7.1f}", flush=True)
+
+    body_for(case, plan, ws, case.t_sampled)(case.sets[0])
+    body_for(case, plan, ws, case.t_greedy)(case.sets[0])
+    torch.cuda.synchronize()
+    time.sleep(8)
+    timed("greedy first", case.t_greedy)
+    timed("sampled after greedy", case.t_sampled)
+    timed("sampled again", case.t_sampled)
+    time.sleep(10)
+    timed("sampled after 10 s idle", case.t_sampled)
+    timed("sampled again", case.t_sampled)
+    for i in range(6):
+        timed(f"sampled back-to-back {i}", case.t_sampled)
+    time.sleep(10)
+    timed("sampled after 10 s idle", case.t_sampled)
+    time.sleep(10)
+    timed("sampled 2000 replays after idle", case.t_sampled, 2000)
+    timed("greedy", case.t_greedy)
+
+
+def probe_graphs(res: list[dict[str, Any]]) -> None:
+    case, plan = new_case("bf16")
+    ws = kp.make_workspace(BATCH, VOCAB, "cuda", plan.tile)
+    body = body_for(case, plan, ws, case.t_sampled)
+    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+
+    def capture() -> list[torch.cuda.CUDAGraph]:
+        return bp.capture(case, body, side)
+
+    def timed(graphs: list[torch.cuda.CUDAGraph]) -> float:
+        return bp.replay_times(graphs, 200, 20)["median_us"]
+
+    body(case.sets[0])
+    torch.cuda.synchronize()
+    first = capture()
+    print(f"first capture {timed(first):.1f}", flush=True)
+    for i in range(14):
+        g = capture()
+        new, kept = timed(g), timed(first)
+        res.append({"round": i, "new": new, "first": kept})
+        print(f"round {i:2d}: new capture {new:6.1f}   first capture {kept:6.1f}", flush=True)
+        del g
+    alive = [capture() for _ in range(3)]
+    print("three kept alive:", [f"{timed(g):.1f}" for g in alive], f"first {timed(first):.1f}", flush=True)
+
+
+def probe_order(res: list[dict[str, Any]]) -> None:
+    names = ["dyadic24-sampled", "dyadic24-greedy", "read-skeleton", "torch-race-compiled"]
+    pool_stream = torch.cuda.Stream
+    fixed = pool_stream()  # type: ignore[no-untyped-call]
+    for phase in ("pool", "fixed", "pool"):
+        # (time_graphs warms each body on torch.cuda.Stream(): a pool stream per call, or this one)
+        torch.cuda.Stream = (lambda *a, **k: fixed) if phase == "fixed" else pool_stream  # type: ignore[assignment]
+        case, _ = new_case("bf16")
+        bodies = case.bodies(False)
+        for rnd in range(3):
+            for n in names:
+                r = bp.time_graphs(case, bodies[n], 200, 30)
+                res.append({"phase": phase, "round": rnd, "impl": n, **r})
+                print(f"{phase:5s} round {rnd} {n:24s} {r['median_us']:7.1f}", flush=True)
+        del case, bodies
+        torch.cuda.empty_cache()
+    torch.cuda.Stream = pool_stream
+
+
+PROBES = {"workspaces": probe_workspaces, "idle": probe_idle, "graphs": probe_graphs, "order": probe_order}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--probe", choices=sorted(PROBES), required=True)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    kp.prepare("cuda")
+    res: list[dict[str, Any]] = []
+    PROBES[args.probe](res)
+    info = bp.versions()
+    report = {"info": info, "results": res}
+    (args.out / f"timing_modes_{args.probe}.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
