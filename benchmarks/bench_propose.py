@@ -83,7 +83,12 @@ class Case:
         self.peers = Peers(batch, vocab, dtype, TAU, DEPTH, device)
         self.dummy = self.peers.dummy
 
-    def kernel(self, temp: torch.Tensor) -> Callable[[list[torch.Tensor]], None]:
+    def kernel(
+        self, temp: torch.Tensor, workspace: kp.Workspace | None = None
+    ) -> Callable[[list[torch.Tensor]], None]:
+        """The default plan on each position's logits; ``workspace`` (default: the case's own)."""
+        ws = self.ws if workspace is None else workspace
+
         def run(bufs: list[torch.Tensor]) -> None:
             for p in range(DEPTH):
                 kp.propose(
@@ -94,7 +99,7 @@ class Case:
                     self.positions[p],
                     tau=TAU,
                     out=self.outs[p],
-                    workspace=self.ws,
+                    workspace=ws,
                 )
 
         return run
@@ -136,11 +141,18 @@ class Case:
 
 
 def time_graphs(
-    case: Case, body: Callable[[list[torch.Tensor]], None], replays: int, warmup: int
+    case: Case,
+    body: Callable[[list[torch.Tensor]], None],
+    replays: int,
+    warmup: int,
+    stream: torch.cuda.Stream | None = None,
 ) -> dict[str, float]:
-    """Time ``body`` as replays of one graph per logits set, warmed on a new torch.cuda.Stream() (a
-    pool stream per call: results/variants.md "Two timing modes" on what that does at B = 64)."""
-    graphs = capture(case, body, torch.cuda.Stream())  # type: ignore[no-untyped-call]
+    """Time ``body`` as replays of one graph per logits set, warmed on ``stream`` (default: a new
+    torch.cuda.Stream(), a pool stream per call: results/variants.md "Two timing modes" on what that
+    does at B = 64)."""
+    if stream is None:
+        stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    graphs = capture(case, body, stream)
     result = replay_times(graphs, replays, warmup)
     del graphs
     return result

@@ -1,4 +1,3 @@
-# mypy: disable-error-code="misc, no-untyped-def, untyped-decorator"
 """The two timing modes of bfloat16 / binary16 rows at B = 64 (results/variants.md "Two timing modes").
 
 The same graph of the default plan, V = 163,840, depth 5, times ~74 or ~78 us on an H100 by what
@@ -13,8 +12,8 @@ bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond
 - ``graphs``: one warm-up stream for the whole process; a graph captured first and kept is timed after
   each of 14 new captures: is it per captured graph, or does capturing flip it?
 - ``order``: bench_propose's order (sampled, greedy, read skeleton, the compiled torch race) three
-  times with a pool stream per call, then with torch.cuda.Stream() returning one stream, then pool
-  streams again: which bodies the mode touches, and whether one warm-up stream keeps the fast one.
+  times with a pool stream per call, then with one stream passed to time_graphs, then pool streams
+  again: which bodies the mode touches, and whether one warm-up stream keeps the fast one.
 
 Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe workspaces|idle|graphs|order
 Writes DIR/timing_modes_<probe>.json; prints one line per timing.
@@ -35,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_propose as bp
-from bench_propose import DEPTH, DTYPES, TAU, Case
+from bench_propose import DTYPES, Case
 
 from dyadic24.kernels import propose as kp
 
@@ -43,30 +42,19 @@ VOCAB, BATCH = 163_840, 64
 WORDS = ("cand", "flags", "scratch", "mscratch", "counter")  # a workspace's tensors
 
 
-def body_for(case: Case, plan: kp.Plan, ws: kp.Workspace, temp: torch.Tensor):
-    def run(bufs: list[torch.Tensor]) -> None:
-        for p in range(DEPTH):
-            kp.propose(bufs[p], temp, case.seed, case.round, case.positions[p], tau=TAU,
-                       out=case.outs[p], workspace=ws, plan=plan)  # fmt: skip
-
-    return run
-
-
-def new_case(dname: str) -> tuple[Case, kp.Plan]:
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    case = Case(DTYPES[dname], VOCAB, BATCH, l2, "cuda")
-    return case, kp.Plan.for_shape(BATCH, VOCAB, itemsize=case.itemsize)
+def new_case(dname: str) -> Case:
+    return Case(DTYPES[dname], VOCAB, BATCH, torch.cuda.get_device_properties(0).L2_cache_size, "cuda")
 
 
 def probe_workspaces(res: list[dict[str, Any]]) -> None:
     for dname in ("bf16", "fp16"):
-        case, plan = new_case(dname)
-        wss = [kp.make_workspace(BATCH, VOCAB, "cuda", plan.tile) for _ in range(8)]
+        case = new_case(dname)
+        wss = [kp.make_workspace(BATCH, VOCAB, "cuda") for _ in range(8)]
         for rep in range(3):
             for i, ws in enumerate(wss):
                 temps = [("sampled", case.t_sampled)] + ([("greedy", case.t_greedy)] if rep == 0 else [])
                 for tn, temp in temps:
-                    r = bp.time_graphs(case, body_for(case, plan, ws, temp), 200, 20)
+                    r = bp.time_graphs(case, case.kernel(temp, ws), 200, 20)
                     ptrs = {k: getattr(ws, k).data_ptr() for k in WORDS}
                     res.append({"dtype": dname, "rep": rep, "ws": i, "temp": tn, **r,
                                 **{k: hex(v) for k, v in ptrs.items()}})  # fmt: skip
@@ -77,17 +65,16 @@ def probe_workspaces(res: list[dict[str, Any]]) -> None:
 
 
 def probe_idle(res: list[dict[str, Any]]) -> None:
-    case, plan = new_case("bf16")
-    ws = kp.make_workspace(BATCH, VOCAB, "cuda", plan.tile)
+    case = new_case("bf16")
     t0 = time.time()
 
     def timed(label: str, temp: torch.Tensor, replays: int = 200) -> None:
-        r = bp.time_graphs(case, body_for(case, plan, ws, temp), replays, 20)
+        r = bp.time_graphs(case, case.kernel(temp), replays, 20)
         res.append({"t": time.time() - t0, "label": label, **r})
         print(f"{time.time() - t0:7.2f}s {label:32s} {r['median_us']:7.1f}", flush=True)
 
-    body_for(case, plan, ws, case.t_sampled)(case.sets[0])
-    body_for(case, plan, ws, case.t_greedy)(case.sets[0])
+    case.kernel(case.t_sampled)(case.sets[0])
+    case.kernel(case.t_greedy)(case.sets[0])
     torch.cuda.synchronize()
     time.sleep(8)
     timed("greedy first", case.t_greedy)
@@ -106,9 +93,8 @@ def probe_idle(res: list[dict[str, Any]]) -> None:
 
 
 def probe_graphs(res: list[dict[str, Any]]) -> None:
-    case, plan = new_case("bf16")
-    ws = kp.make_workspace(BATCH, VOCAB, "cuda", plan.tile)
-    body = body_for(case, plan, ws, case.t_sampled)
+    case = new_case("bf16")
+    body = case.kernel(case.t_sampled)
     side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
 
     def capture() -> list[torch.cuda.CUDAGraph]:
@@ -133,21 +119,17 @@ def probe_graphs(res: list[dict[str, Any]]) -> None:
 
 def probe_order(res: list[dict[str, Any]]) -> None:
     names = ["dyadic24-sampled", "dyadic24-greedy", "read-skeleton", "torch-race-compiled"]
-    pool_stream = torch.cuda.Stream
-    fixed = pool_stream()  # type: ignore[no-untyped-call]
+    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
     for phase in ("pool", "fixed", "pool"):
-        # (time_graphs warms each body on torch.cuda.Stream(): a pool stream per call, or this one)
-        torch.cuda.Stream = (lambda *a, **k: fixed) if phase == "fixed" else pool_stream  # type: ignore[assignment]
-        case, _ = new_case("bf16")
+        case = new_case("bf16")
         bodies = case.bodies(False)
         for rnd in range(3):
             for n in names:
-                r = bp.time_graphs(case, bodies[n], 200, 30)
+                r = bp.time_graphs(case, bodies[n], 200, 30, fixed if phase == "fixed" else None)
                 res.append({"phase": phase, "round": rnd, "impl": n, **r})
                 print(f"{phase:5s} round {rnd} {n:24s} {r['median_us']:7.1f}", flush=True)
         del case, bodies
         torch.cuda.empty_cache()
-    torch.cuda.Stream = pool_stream
 
 
 PROBES = {"workspaces": probe_workspaces, "idle": probe_idle, "graphs": probe_graphs, "order": probe_order}

@@ -244,8 +244,8 @@ def main() -> int:
     time_graphs = bench_propose.time_graphs
     if args.dry or args.warm:
 
-        def time_graphs(case: Case, body: Callable[[list[torch.Tensor]], None], replays: int, warmup: int
-                        ) -> dict[str, float]:  # fmt: skip
+        def time_graphs(case: Case, body: Callable[[list[torch.Tensor]], None], replays: int, warmup: int,
+                        stream: torch.cuda.Stream | None = None) -> dict[str, float]:  # fmt: skip
             body(case.sets[0])
             return {"median_us": 0.0, "p10_us": 0.0, "p90_us": 0.0}
 
