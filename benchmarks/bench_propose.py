@@ -18,6 +18,7 @@ case, so a run stopped early leaves every finished case behind).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import platform
@@ -147,15 +148,19 @@ def time_graphs(
     warmup: int,
     stream: torch.cuda.Stream | None = None,
 ) -> dict[str, float]:
-    """Time ``body`` as replays of one graph per logits set, warmed on ``stream`` (default: a new
-    torch.cuda.Stream(), a pool stream per call: results/variants.md "Two timing modes" on what that
-    does at B = 64)."""
-    if stream is None:
-        stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
-    graphs = capture(case, body, stream)
+    """Time ``body`` as replays of one graph per logits set, warmed on ``stream`` (default: the
+    process's one warm-up stream, as a serving stack warms and captures on one; a new stream per
+    timing put 16-bit rows at B = 64 in a slow mode: DESIGN.md "Measurement method")."""
+    graphs = capture(case, body, warm_stream() if stream is None else stream)
     result = replay_times(graphs, replays, warmup)
     del graphs
     return result
+
+
+@functools.cache
+def warm_stream() -> torch.cuda.Stream:
+    """The one stream every body of this process is warmed on before its capture."""
+    return torch.cuda.Stream()  # type: ignore[no-untyped-call]
 
 
 def capture(
