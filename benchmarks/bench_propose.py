@@ -85,9 +85,10 @@ class Case:
         self.dummy = self.peers.dummy
 
     def kernel(
-        self, temp: torch.Tensor, workspace: kp.Workspace | None = None
+        self, temp: torch.Tensor, workspace: kp.Workspace | None = None, plan: kp.Plan | None = None
     ) -> Callable[[list[torch.Tensor]], None]:
-        """The default plan on each position's logits; ``workspace`` (default: the case's own)."""
+        """``plan`` (default: the default plan) on each position's logits; ``workspace`` (default: the
+        case's own)."""
         ws = self.ws if workspace is None else workspace
 
         def run(bufs: list[torch.Tensor]) -> None:
@@ -101,6 +102,7 @@ class Case:
                     tau=TAU,
                     out=self.outs[p],
                     workspace=ws,
+                    plan=plan,
                 )
 
         return run

@@ -14,17 +14,22 @@ bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond
 - ``order``: bench_propose's order (sampled, greedy, read skeleton, the compiled torch race) three
   times with a pool stream per call, then with one stream passed to time_graphs, then pool streams
   again: which bodies the mode touches, and whether one warm-up stream keeps the fast one.
+- ``pdl``: the default plan and one without the programmatic dependent launch (the merge after the
+  tile grid's end, untagged), bfloat16 sampled and greedy, on one stream in a fresh process, then
+  again after eight timings warmed on pool streams: is the slow mode the merge's lost overlap?
 
-Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe workspaces|idle|graphs|order
+Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe workspaces|idle|graphs|order|pdl
 Writes DIR/timing_modes_<probe>.json; prints one line per timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +144,32 @@ def probe_order(res: list[dict[str, Any]]) -> None:
         torch.cuda.empty_cache()
 
 
-PROBES = {"workspaces": probe_workspaces, "idle": probe_idle, "graphs": probe_graphs, "order": probe_order}
+def probe_pdl(res: list[dict[str, Any]]) -> None:
+    case = new_case("bf16")  # (bfloat16 only: once slow, a process stays slow)
+    plan = kp.Plan.for_shape(BATCH, VOCAB, itemsize=case.itemsize)
+    plans = {"default": plan, "no-pdl": replace(plan, pdl=False, poll=False)}
+    spaces = {k: kp.make_workspace(BATCH, VOCAB, "cuda") for k in plans}
+    temps = {"sampled": case.t_sampled, "greedy": case.t_greedy}
+    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    for phase in ("one stream", "after 8 pool streams"):
+        if phase != "one stream":
+            for i in range(8):
+                r = bp.time_graphs(case, case.kernel(case.t_sampled, spaces["default"]), 200, 30, pool())
+                print(f"pool stream {i}: default sampled {r['median_us']:7.1f}", flush=True)
+        for rep in range(2):
+            for (name, p), (tn, temp) in itertools.product(plans.items(), temps.items()):
+                r = bp.time_graphs(case, case.kernel(temp, spaces[name], p), 200, 30, fixed)
+                res.append({"phase": phase, "rep": rep, "plan": name, "temp": tn, **r})
+                print(f"{phase:22s} {rep} {name:8s} {tn:8s} {r['median_us']:7.1f}", flush=True)
+
+
+PROBES = {
+    "workspaces": probe_workspaces,
+    "idle": probe_idle,
+    "graphs": probe_graphs,
+    "order": probe_order,
+    "pdl": probe_pdl,
+}
 
 
 def main() -> int:
