@@ -17,8 +17,11 @@ bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond
 - ``pdl``: the default plan and one without the programmatic dependent launch (the merge after the
   tile grid's end, untagged), bfloat16 sampled and greedy, on one stream in a fresh process, then
   again after eight timings warmed on pool streams: is the slow mode the merge's lost overlap?
+- ``life``: one stream; a case timed three times, a second case (the first alive: new addresses), a
+  third whose first graph is kept and replayed between new captures, then deleted: is the mode a
+  case's buffers', or a live graph's?
 
-Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe workspaces|idle|graphs|order|pdl
+Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe workspaces|idle|graphs|order|pdl|life
 Writes DIR/timing_modes_<probe>.json; prints one line per timing.
 """
 
@@ -163,12 +166,41 @@ def probe_pdl(res: list[dict[str, Any]]) -> None:
                 print(f"{phase:22s} {rep} {name:8s} {tn:8s} {r['median_us']:7.1f}", flush=True)
 
 
+def probe_life(res: list[dict[str, Any]]) -> None:
+    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+
+    def record(label: str, r: dict[str, float], case: Case) -> None:
+        res.append({"label": label, "logits": hex(case.sets[0][0].data_ptr()), **r})
+        print(f"{label:44s} {r['median_us']:7.1f} {case.sets[0][0].data_ptr():#x}", flush=True)
+
+    def timed(label: str, case: Case) -> None:
+        record(label, bp.time_graphs(case, case.kernel(case.t_sampled), 200, 30, fixed), case)
+
+    a = new_case("bf16")
+    for i in range(3):
+        timed(f"A: time_graphs {i}", a)
+    b = new_case("bf16")  # (A alive: new addresses)
+    for i in range(2):
+        timed(f"B (new case, A alive): time_graphs {i}", b)
+    c = new_case("bf16")
+    kept = bp.capture(c, c.kernel(c.t_sampled), fixed)
+    for i in range(3):
+        record(f"C: one graph kept, replayed {i}", bp.replay_times(kept, 200, 30), c)
+    for i in range(2):
+        timed(f"C: time_graphs {i}, the kept graph alive", c)
+        record("C: the kept graph again", bp.replay_times(kept, 200, 30), c)
+    del kept
+    timed("C: time_graphs, the kept graph deleted", c)
+    timed("A again", a)
+
+
 PROBES = {
     "workspaces": probe_workspaces,
     "idle": probe_idle,
     "graphs": probe_graphs,
     "order": probe_order,
     "pdl": probe_pdl,
+    "life": probe_life,
 }
 
 
