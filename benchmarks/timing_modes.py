@@ -20,8 +20,10 @@ bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond
 - ``life``: one stream; a case timed three times, a second case (the first alive: new addresses), a
   third whose first graph is kept and replayed between new captures, then deleted: is the mode a
   case's buffers', or a live graph's?
+- ``destroy``: one stream, one case; graphs captured and kept, timed before and after another graph
+  is deleted: does deleting a graph turn the process slow?
 
-Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe workspaces|idle|graphs|order|pdl|life
+Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe workspaces|idle|graphs|order|pdl|life|destroy
 Writes DIR/timing_modes_<probe>.json; prints one line per timing.
 """
 
@@ -194,6 +196,36 @@ def probe_life(res: list[dict[str, Any]]) -> None:
     timed("A again", a)
 
 
+def probe_destroy(res: list[dict[str, Any]]) -> None:
+    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    case = new_case("bf16")
+    body = case.kernel(case.t_sampled)
+    body(case.sets[0])
+    torch.cuda.synchronize()
+    graphs: dict[str, list[torch.cuda.CUDAGraph]] = {}
+
+    def timed(name: str, label: str) -> None:
+        r = bp.replay_times(graphs[name], 200, 30)
+        res.append({"label": f"{name}: {label}", **r})
+        print(f"{name}: {label:40s} {r['median_us']:7.1f}", flush=True)
+
+    graphs["G1"] = bp.capture(case, body, fixed)
+    timed("G1", "first capture")
+    timed("G1", "again")
+    graphs["G2"] = bp.capture(case, body, fixed)
+    timed("G2", "second capture, G1 alive")
+    timed("G1", "after G2's capture")
+    del graphs["G2"]
+    timed("G1", "G2 deleted")
+    graphs["G3"] = bp.capture(case, body, fixed)
+    timed("G3", "third capture")
+    del graphs["G1"]
+    timed("G3", "G1 deleted")
+    graphs["G4"] = bp.capture(case, body, fixed)
+    timed("G4", "fourth capture")
+    timed("G3", "again")
+
+
 PROBES = {
     "workspaces": probe_workspaces,
     "idle": probe_idle,
@@ -201,6 +233,7 @@ PROBES = {
     "order": probe_order,
     "pdl": probe_pdl,
     "life": probe_life,
+    "destroy": probe_destroy,
 }
 
 
