@@ -23,7 +23,7 @@ bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond
 - ``destroy``: one stream, one case; graphs captured and kept, timed before and after another graph
   is deleted: does deleting a graph turn the process slow?
 
-Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe workspaces|idle|graphs|order|pdl|life|destroy
+Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe PROBE (one of the above)
 Writes DIR/timing_modes_<probe>.json; prints one line per timing.
 """
 
