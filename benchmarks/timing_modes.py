@@ -22,6 +22,8 @@ bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond
   case's buffers', or a live graph's?
 - ``destroy``: one stream, one case; graphs captured and kept, timed before and after another graph
   is deleted: does deleting a graph turn the process slow?
+- ``first-capture`` / ``first-eager``: six timings through time_graphs on one stream, the kernels
+  first launched there (in the warm-up of the first timing) / first launched on the default stream.
 
 Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe PROBE (one of the above)
 Writes DIR/timing_modes_<probe>.json; prints one line per timing.
@@ -226,6 +228,18 @@ def probe_destroy(res: list[dict[str, Any]]) -> None:
     timed("G3", "again")
 
 
+def first_launch(res: list[dict[str, Any]], eager_first: bool) -> None:
+    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    case = new_case("bf16")
+    if eager_first:  # the kernels' first launch on the default stream, outside time_graphs
+        case.kernel(case.t_sampled)(case.sets[0])
+        torch.cuda.synchronize()
+    for i in range(6):
+        r = bp.time_graphs(case, case.kernel(case.t_sampled), 200, 30, fixed)
+        res.append({"eager_first": eager_first, "timing": i, **r})
+        print(f"eager first {eager_first}: time_graphs {i} {r['median_us']:7.1f}", flush=True)
+
+
 PROBES = {
     "workspaces": probe_workspaces,
     "idle": probe_idle,
@@ -234,6 +248,8 @@ PROBES = {
     "pdl": probe_pdl,
     "life": probe_life,
     "destroy": probe_destroy,
+    "first-capture": lambda res: first_launch(res, False),
+    "first-eager": lambda res: first_launch(res, True),
 }
 
 
