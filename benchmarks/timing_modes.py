@@ -36,6 +36,7 @@ import itertools
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -240,7 +241,7 @@ def first_launch(res: list[dict[str, Any]], eager_first: bool) -> None:
         print(f"eager first {eager_first}: time_graphs {i} {r['median_us']:7.1f}", flush=True)
 
 
-PROBES = {
+PROBES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "workspaces": probe_workspaces,
     "idle": probe_idle,
     "graphs": probe_graphs,
