@@ -18,7 +18,6 @@ case, so a run stopped early leaves every finished case behind).
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import platform
@@ -150,31 +149,26 @@ def time_graphs(
     warmup: int,
     stream: torch.cuda.Stream | None = None,
 ) -> dict[str, float]:
-    """Time ``body`` as replays of one graph per logits set, warmed on ``stream`` (default: the
-    process's one warm-up stream, as a serving stack warms and captures on one; a new stream per
-    timing put 16-bit rows at B = 64 in a slow mode: DESIGN.md "Measurement method")."""
-    graphs = capture(case, body, warm_stream() if stream is None else stream)
+    """Time ``body`` as replays of one graph per logits set, warmed on ``stream`` (see capture)."""
+    graphs = capture(case, body, stream)
     result = replay_times(graphs, replays, warmup)
     del graphs
     return result
 
 
-@functools.cache
-def warm_stream() -> torch.cuda.Stream:
-    """The one stream every body of this process is warmed on before its capture."""
-    return torch.cuda.Stream()  # type: ignore[no-untyped-call]
-
-
 def capture(
-    case: Case, body: Callable[[list[torch.Tensor]], None], stream: torch.cuda.Stream
+    case: Case, body: Callable[[list[torch.Tensor]], None], stream: torch.cuda.Stream | None = None
 ) -> list[torch.cuda.CUDAGraph]:
-    """One graph of ``body`` per logits set, after running it eagerly on ``stream`` (compile and warm
-    outside capture)."""
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
+    """One graph of ``body`` per logits set, after running it eagerly (compile and warm outside
+    capture) on ``stream``, default the current one: kernels first launched on another stream put
+    16-bit rows at B = 64 in a slow mode (DESIGN.md "Measurement method")."""
+    current = torch.cuda.current_stream()
+    warm = current if stream is None else stream
+    warm.wait_stream(current)
+    with torch.cuda.stream(warm):
         for s in case.sets[:2]:
             body(s)
-    torch.cuda.current_stream().wait_stream(stream)
+    current.wait_stream(warm)
     torch.cuda.synchronize()
     graphs = []
     for s in case.sets:

@@ -24,6 +24,7 @@ bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond
   is deleted: does deleting a graph turn the process slow?
 - ``first-capture`` / ``first-eager``: six timings through time_graphs on one stream, the kernels
   first launched there (in the warm-up of the first timing) / first launched on the default stream.
+- ``harness``: six timings through time_graphs as bench_propose calls it.
 
 Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe PROBE (one of the above)
 Writes DIR/timing_modes_<probe>.json; prints one line per timing.
@@ -241,6 +242,14 @@ def first_launch(res: list[dict[str, Any]], eager_first: bool) -> None:
         print(f"eager first {eager_first}: time_graphs {i} {r['median_us']:7.1f}", flush=True)
 
 
+def harness(res: list[dict[str, Any]]) -> None:
+    case = new_case("bf16")
+    for i in range(6):
+        r = bp.time_graphs(case, case.kernel(case.t_sampled), 200, 30)
+        res.append({"timing": i, **r})
+        print(f"harness default: time_graphs {i} {r['median_us']:7.1f}", flush=True)
+
+
 PROBES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "workspaces": probe_workspaces,
     "idle": probe_idle,
@@ -251,6 +260,7 @@ PROBES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "destroy": probe_destroy,
     "first-capture": lambda res: first_launch(res, False),
     "first-eager": lambda res: first_launch(res, True),
+    "harness": harness,
 }
 
 
