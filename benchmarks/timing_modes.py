@@ -53,11 +53,12 @@ from bench_propose import DTYPES, Case
 from dyadic24.kernels import propose as kp
 
 VOCAB, BATCH = 163_840, 64
+ARGS = argparse.Namespace()
 WORDS = ("cand", "flags", "scratch", "mscratch", "counter")  # a workspace's tensors
 
 
-def new_case(dname: str) -> Case:
-    return Case(DTYPES[dname], VOCAB, BATCH, torch.cuda.get_device_properties(0).L2_cache_size, "cuda")
+def new_case(dname: str, batch: int = BATCH) -> Case:
+    return Case(DTYPES[dname], VOCAB, batch, torch.cuda.get_device_properties(0).L2_cache_size, "cuda")
 
 
 def pool() -> torch.cuda.Stream:
@@ -232,14 +233,14 @@ def probe_destroy(res: list[dict[str, Any]]) -> None:
 
 def first_launch(res: list[dict[str, Any]], eager_first: bool) -> None:
     fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
-    case = new_case("bf16")
+    case = new_case(ARGS.dtype, ARGS.batch)
     if eager_first:  # the kernels' first launch on the default stream, outside time_graphs
         case.kernel(case.t_sampled)(case.sets[0])
         torch.cuda.synchronize()
     for i in range(6):
         r = bp.time_graphs(case, case.kernel(case.t_sampled), 200, 30, fixed)
         res.append({"eager_first": eager_first, "timing": i, **r})
-        print(f"eager first {eager_first}: time_graphs {i} {r['median_us']:7.1f}", flush=True)
+        print(f"{ARGS.dtype} B={ARGS.batch} eager first {eager_first}: {i} {r['median_us']:7.1f}", flush=True)
 
 
 def harness(res: list[dict[str, Any]]) -> None:
@@ -268,7 +269,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--probe", choices=sorted(PROBES), required=True)
-    args = ap.parse_args()
+    ap.add_argument("--dtype", default="bf16", help="first-capture / first-eager: the logits format")
+    ap.add_argument("--batch", type=int, default=BATCH, help="first-capture / first-eager: B")
+    args = ap.parse_args(namespace=ARGS)
     args.out.mkdir(parents=True, exist_ok=True)
     kp.prepare("cuda")
     res: list[dict[str, Any]] = []
