@@ -160,8 +160,8 @@ def capture(
     case: Case, body: Callable[[list[torch.Tensor]], None], stream: torch.cuda.Stream | None = None
 ) -> list[torch.cuda.CUDAGraph]:
     """One graph of ``body`` per logits set, after running it eagerly (compile and warm outside
-    capture) on ``stream``, default the current one: kernels first launched on another stream put
-    16-bit rows at B = 64 in a slow mode (DESIGN.md "Measurement method")."""
+    capture) on ``stream``, default the current one: kernels first launched on another stream run
+    slower for the rest of the process (DESIGN.md "Measurement method", "First launch")."""
     current = torch.cuda.current_stream()
     warm = current if stream is None else stream
     warm.wait_stream(current)

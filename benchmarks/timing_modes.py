@@ -1,8 +1,9 @@
-"""The two timing modes of bfloat16 / binary16 rows at B = 64 (results/variants.md "Two timing modes").
+"""Probes of the two timing modes (results/variants.md "Two timing modes: where the kernels first launch").
 
-The same graph of the default plan, V = 163,840, depth 5, times ~74 or ~78 us on an H100 by what
-the process did before (no clock change: 1,980 MHz throughout). Four probes, one process each, with
-bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond twice the L2):
+The same graph of the default plan, V = 163,840, depth 5, timed ~74 or ~78 us (bfloat16, B = 64) on
+an H100 by what the process did before: the stream of the kernels' first launch decides it. One
+process per probe, with bench_propose's method (CUDA-graph replays, median of 200, logits rotated
+beyond twice the L2); bfloat16 B = 64 unless said:
 
 - ``workspaces``: eight workspaces, each timed three times round-robin through
   bench_propose.time_graphs (a new pool stream per call for the eager warm-up), with the
@@ -23,7 +24,8 @@ bench_propose's method (CUDA-graph replays, median of 200, logits rotated beyond
 - ``destroy``: one stream, one case; graphs captured and kept, timed before and after another graph
   is deleted: does deleting a graph turn the process slow?
 - ``first-capture`` / ``first-eager``: six timings through time_graphs on one stream, the kernels
-  first launched there (in the warm-up of the first timing) / first launched on the default stream.
+  first launched there (in the warm-up of the first timing) / first launched on the default stream
+  (--dtype, --batch).
 - ``harness``: six timings through time_graphs as bench_propose calls it.
 
 Usage on the GPU: python benchmarks/timing_modes.py --out DIR --probe PROBE (one of the above)
