@@ -262,9 +262,10 @@ class Case:
 def time_graph(
     body: Callable[[], None], replays: int, warmup: int, device: torch.device
 ) -> tuple[dict[str, float], torch.cuda.CUDAGraph | None]:
-    """Median of CUDA-event-timed replays of one graph of ``body`` (warmed up on a side stream first,
-    where torch.compile and Triton compile), then one more replay for the bit check. On the CPU (smoke):
-    wall time of eager runs, the last one left for the bit check."""
+    """Median of CUDA-event-timed replays of one graph of ``body`` (run twice eagerly first on the
+    replays' stream, where torch.compile and Triton compile: DESIGN.md "Measurement method", "First
+    launch"), then one more replay for the bit check. On the CPU (smoke): wall time of eager runs, the
+    last one left for the bit check."""
     if device.type != "cuda":
         times = []
         for _ in range(max(1, replays)):
@@ -273,12 +274,8 @@ def time_graph(
             times.append((time.perf_counter() - t0) * 1e6)
         stats = {"median_us": statistics.median(times), "p10_us": min(times), "p90_us": max(times)}
         return {**stats, "replays": len(times)}, None
-    stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        body()
-        body()
-    torch.cuda.current_stream().wait_stream(stream)
+    body()
+    body()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
