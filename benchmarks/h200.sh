@@ -15,7 +15,9 @@
 #                                    rows and fuzz rows in all three formats (benchmarks/variants.py --rows)
 #   AFTER=<commit> BEFORE=<commit> bash benchmarks/h200.sh ab
 #                                    this tree and .before/ (a `git archive` of the commit BEFORE,
-#                                    carried) alternately, twice, after compiling both side by side, at
+#                                    carried; both timed by this tree's bench_propose.py and peers.py,
+#                                    each with its own kernels) alternately, twice, after compiling
+#                                    both side by side, at
 #                                    AB_BATCHES (default 1,2,4: the launch-bound sizes whose run-to-run
 #                                    spread exceeds 2 %), AB_DTYPES (default fp32,bf16), AB_VOCABS
 #                                    (default 163840), AB_IMPLS (default sampled and greedy); ends with
@@ -86,6 +88,9 @@ ab)
     : "${BEFORE:?the commit of .before/}"
     sel=(--impls "${AB_IMPLS:-dyadic24-sampled,dyadic24-greedy}" --batches "${AB_BATCHES:-1,2,4}"
          --vocabs "${AB_VOCABS:-163840}" --dtypes "${AB_DTYPES:-fp32,bf16}")
+    # both arms timed by this tree's harness (each with its own kernels): a BEFORE older than 80cc746
+    # warmed on pool streams, which times its kernels slower (DESIGN.md "Measurement method")
+    cp benchmarks/bench_propose.py benchmarks/peers.py .before/benchmarks/
     # both trees' kernels compiled first, side by side (one replay each, not kept), so that the timed
     # runs below are not compile-bound: 5 batches x 2 dtypes fit the call's 10 minutes this way
     timeout 240 python benchmarks/bench_propose.py --out "$o/warm_after" "${sel[@]}" --replays 1 \

@@ -2,7 +2,8 @@
 method"): each arm must run its own tree's kernels. Until d134243 the before arm ran the working
 tree's script from `.before/`, which put the working tree first on sys.path, so both arms timed one
 tree. Here: a tree's own bench_propose.py imports that tree's kernels and names their digest, and
-the ab mode runs `.before`'s own script."""
+the ab mode runs the script in `.before`, after copying this tree's harness there (both arms timed
+alike: "First launch")."""
 
 from __future__ import annotations
 
@@ -60,3 +61,11 @@ def test_ab_mode_runs_the_before_trees_own_script() -> None:
     assert arm, "h200.sh ab: no before arm found"
     assert all("../benchmarks" not in line for line in arm)
     assert all("python benchmarks/bench_propose.py" in line for line in arm)
+
+
+def test_ab_mode_times_both_arms_with_this_trees_harness() -> None:
+    lines = (ROOT / "benchmarks" / "h200.sh").read_text().splitlines()
+    start = lines.index("ab)")
+    arm = next(i for i, line in enumerate(lines) if i > start and "cd .before" in line)
+    copies = [line.split() for line in lines[start:arm] if line.strip().startswith("cp ")]
+    assert ["cp", "benchmarks/bench_propose.py", "benchmarks/peers.py", ".before/benchmarks/"] in copies
