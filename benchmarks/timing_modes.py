@@ -64,8 +64,8 @@ def new_case(dname: str, batch: int = BATCH) -> Case:
 
 
 def pool() -> torch.cuda.Stream:
-    """A new pool stream: the warm-up stream bench_propose.time_graphs took per call until the harness
-    kept one per process."""
+    """A new stream from torch's pool: a side stream to keep, or a fresh one per timing (as
+    bench_propose.time_graphs warmed until 80cc746)."""
     return torch.cuda.Stream()  # type: ignore[no-untyped-call]
 
 
@@ -118,7 +118,7 @@ def probe_idle(res: list[dict[str, Any]]) -> None:
 def probe_graphs(res: list[dict[str, Any]]) -> None:
     case = new_case("bf16")
     body = case.kernel(case.t_sampled)
-    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    side = pool()
 
     def capture() -> list[torch.cuda.CUDAGraph]:
         return bp.capture(case, body, side)
@@ -142,7 +142,7 @@ def probe_graphs(res: list[dict[str, Any]]) -> None:
 
 def probe_order(res: list[dict[str, Any]]) -> None:
     names = ["dyadic24-sampled", "dyadic24-greedy", "read-skeleton", "torch-race-compiled"]
-    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    fixed = pool()
     for phase in ("pool", "fixed", "pool"):
         case = new_case("bf16")
         bodies = case.bodies(False)
@@ -162,7 +162,7 @@ def probe_pdl(res: list[dict[str, Any]]) -> None:
     plans = {"default": plan, "no-pdl": replace(plan, pdl=False, poll=False)}
     spaces = {k: kp.make_workspace(BATCH, VOCAB, "cuda") for k in plans}
     temps = {"sampled": case.t_sampled, "greedy": case.t_greedy}
-    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    fixed = pool()
     for phase in ("one stream", "after 8 pool streams"):
         if phase != "one stream":
             for i in range(8):
@@ -176,7 +176,7 @@ def probe_pdl(res: list[dict[str, Any]]) -> None:
 
 
 def probe_life(res: list[dict[str, Any]]) -> None:
-    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    fixed = pool()
 
     def record(label: str, r: dict[str, float], case: Case) -> None:
         res.append({"label": label, "logits": hex(case.sets[0][0].data_ptr()), **r})
@@ -204,7 +204,7 @@ def probe_life(res: list[dict[str, Any]]) -> None:
 
 
 def probe_destroy(res: list[dict[str, Any]]) -> None:
-    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    fixed = pool()
     case = new_case("bf16")
     body = case.kernel(case.t_sampled)
     body(case.sets[0])
@@ -234,7 +234,7 @@ def probe_destroy(res: list[dict[str, Any]]) -> None:
 
 
 def first_launch(res: list[dict[str, Any]], eager_first: bool) -> None:
-    fixed = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    fixed = pool()
     case = new_case(ARGS.dtype, ARGS.batch)
     if eager_first:  # the kernels' first launch on the default stream, outside time_graphs
         case.kernel(case.t_sampled)(case.sets[0])
