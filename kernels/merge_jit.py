@@ -82,7 +82,6 @@ def merge_kernel(
     TILE: tl.constexpr,
     PDL: tl.constexpr,
     TAGGED: tl.constexpr,
-    POOL_RUN: tl.constexpr,
     IDS26: tl.constexpr,
 ):
     """One program per row: the status (clause 2.1: the maximum of the tiles' flag words), C from the
@@ -92,9 +91,8 @@ def merge_kernel(
     is computed at the start, while the merge waits for memory (finish_jit.early_draw).
 
     MPOOL_T tiles of MPOOL_K pooled keys (propose.Plan.pool_shape): MPOOL_T >= 2 the paired pool,
-    1 a one-tile row, 0 the threshold merge. POOL_RUN (propose.Plan.pool_run): the pool's top 32
-    sorts each pair's bitonic run of MPOOL_K lanes by one merge (POOL_RUN = MPOOL_K), or is
-    Triton's own top-k, tl.topk (1; select_jit.top32_runs). IDS26: V <= 2^26 (the finish's slot
+    1 a one-tile row, 0 the threshold merge; the pool's top 32 sorts each pair's bitonic run of
+    MPOOL_K lanes by one merge (select_jit.top32_runs). IDS26: V <= 2^26 (the finish's slot
     order sorts int32 words; finish_jit.finish_core). PDL (a programmatic
     dependent launch): the program may start while the tile programs run; untagged it waits for
     their grid (gdc_wait) before it reads anything they wrote, TAGGED it loads their words at once
@@ -126,7 +124,7 @@ def merge_kernel(
     _merge_row(
         logits_ptr, cand_ptr, flags_ptr, mscratch_ptr, inputs, table, outs, trace_ptr, row, V, n_tiles,
         tau_bits, rtau, greedy_fast, sa, sb, sf, ktag, ftag, loaded, TAB_ITERS, TRACE, SRC, MPOOL_T, MPOOL_K,
-        BY_COUNT, TILE, TAGGED, POOL_RUN, IDS26,
+        BY_COUNT, TILE, TAGGED, IDS26,
     )  # fmt: skip
     if TAGGED:
         tl.store(counter_ptr + row, next_epoch(word))
@@ -162,7 +160,6 @@ def _merge_row(
     BY_COUNT: tl.constexpr,
     TILE: tl.constexpr,
     TAGGED: tl.constexpr,
-    POOL_RUN: tl.constexpr,
     IDS26: tl.constexpr,
 ):
     """merge_kernel's row once the tiles' words may be read: the flags' maximum (clause 2.1), the draw,
@@ -216,13 +213,11 @@ def _merge_row(
     else:
         # C leaves the pool's network in clause-3.1 order only where it is sorted anyway or the trace
         # needs that order (select_jit.top32_runs; a pool of 32 lanes, MPOOL_T = 2, has no fold)
-        SORTED_C: tl.constexpr = (
-            TRACE or BY_COUNT or MPOOL_T <= 1 or POOL_RUN == 1 or MPOOL_T // 2 * MPOOL_K <= K_C
-        )
+        SORTED_C: tl.constexpr = TRACE or BY_COUNT or MPOOL_T <= 1 or MPOOL_T // 2 * MPOOL_K <= K_C
         if MPOOL_T > 1:
             best = _merge_pool_pairs(
                 cbase, mscratch_ptr + row * (MCAP + K_C), pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K,
-                BY_COUNT, TAGGED, POOL_RUN, SORTED_C,
+                BY_COUNT, TAGGED, SORTED_C,
             )  # fmt: skip
         elif MPOOL_T == 1:
             best = one
@@ -279,7 +274,6 @@ def _merge_pool_pairs(
     MPOOL_K: tl.constexpr,
     BY_COUNT: tl.constexpr,
     TAGGED: tl.constexpr,
-    POOL_RUN: tl.constexpr,
     SORTED: tl.constexpr,
 ):
     """C from the halved pool ``q`` (_pool_pair_max; clause 3.2); sbase: the row's merge scratch, for
@@ -300,7 +294,7 @@ def _merge_pool_pairs(
     likely tokens share an ID range do. SORTED: C in clause-3.1 order; else in any lane order (the
     network's, top32_runs; the hot pairs' path still sorts)."""
     NG: tl.constexpr = MPOOL_T // 2  # pairs: tiles t and t + NG
-    best = top32_runs(q, POOL_RUN, BY_COUNT, SORTED)  # (POOL_RUN: MPOOL_K, each pair's run bitonic, or 1)
+    best = top32_runs(q, MPOOL_K, BY_COUNT, SORTED)  # (each pair's MPOOL_K lanes: a bitonic run)
     if MPOOL_K < K_C:
         pair = _key_pair(best, TILE, NG)
         if _any_full(pair, NG, MPOOL_K) != 0:  # (the common path's test; the lanes only when needed)

@@ -58,7 +58,6 @@ H200_SMS = 132  # the SMs a plan assumes where no CUDA device is seen (tests, ao
 MERGE_WARPS = int(merge_jit.MERGE_THREADS.value) // 32  # warps of the merge program
 MERGE_POOL = 512  # keys of the merge's pool, every tile's leading ones (merge_jit)
 MERGE_POOL_MIN_K = 4  # fewer pooled keys per tile than this (more than 128 tiles): the threshold merge
-MERGE_RUN_PROGRAMS = 512  # tile programs up to which the pool's top 32 sorts its bitonic runs by merges
 FLAG_CHUNK = int(merge_jit.FCHUNK.value)  # flag words per merge step; tags apply up to this many tiles
 TAG_MAX_VOCAB = 1 << 24  # a key's tag shares its ID word: IDs below 2^24 (tags_jit)
 SORT32_MAX_VOCAB = 1 << 26  # up to this V the finish sorts ID * 32 + slot as int32 words (finish_jit)
@@ -85,11 +84,9 @@ class Plan:
     programs' tagged words (tags_jit) where tags apply (:attr:`tags`) instead of waiting for the tile
     grid's end (with ``pdl``). ``stagger`` (ns; None: :func:`stagger_ns` at launch on a GPU, 0: off)
     and ``stagger_wave``: tile program pid < SMs * stagger_wave waits (pid // SMs) * stagger ns
-    before it loads (timing only; never under the interpreter). ``pool_run`` (a power of two, at most
-    the pool's keys per tile): the merge's pool top 32 takes aligned runs of this many lanes as
-    bitonic (select_jit.top32_runs; each pair's lanes are one such run, and so is any aligned part
-    of it); 1 assumes nothing (default_pool_run). 16-bit logits in power-of-two tiles of 1,024 to
-    16,384 take the 16-bit tile (tile16_jit), in others the binary32 tile on their widening.
+    before it loads (timing only; never under the interpreter). 16-bit logits in power-of-two tiles
+    of 1,024 to 16,384 take the 16-bit tile (tile16_jit), in others the binary32 tile on their
+    widening.
     """
 
     batch: int
@@ -102,7 +99,6 @@ class Plan:
     poll: bool
     stagger: int | None
     stagger_wave: int
-    pool_run: int
 
     @staticmethod
     def for_shape(
@@ -133,9 +129,8 @@ class Plan:
                 per_sm = TILE_3_PER_SM
             stagger_wave = min(STAGGER_WAVE, per_sm)
         pdl = _pdl_device()
-        run = default_pool_run(batch, n_tiles)
         return Plan(
-            batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave, run
+            batch, vocab, tile, n_tiles, maxnreg, interpreting(), pdl, pdl, stagger, stagger_wave
         )  # fmt: skip
 
     @property
@@ -181,16 +176,6 @@ def pool_shape(n_tiles: int) -> tuple[int, int]:
     if per < MERGE_POOL_MIN_K:
         return (0, 0)
     return (tiles, 1 << (per.bit_length() - 1))
-
-
-def default_pool_run(batch: int, n_tiles: int) -> int:
-    """The default plan's ``pool_run``: the pooled keys per tile of a paired pool (each pair's lanes
-    form a bitonic run, which one bitonic merge sorts) up to MERGE_RUN_PROGRAMS tile programs, else 1
-    (Triton's own top-k, tl.topk). Measured (DESIGN.md "Merge"): the merges take
-    0.3-1.0 us per depth 5 off at B = 1-16 and cost 1-3 us at B = 64 and 256 (V = 163,840: up to
-    320 tile programs against 1,280 and 5,120)."""
-    tiles, per = pool_shape(n_tiles)
-    return per if tiles >= 2 and batch * n_tiles <= MERGE_RUN_PROGRAMS else 1
 
 
 def default_tile(batch: int, vocab: int, itemsize: int, sms: int) -> int:
@@ -474,12 +459,10 @@ def tile_options(
 def merge_options(plan: Plan, *, src: int, trace: bool, tab_iterations: int, pdl: bool) -> dict[str, Any]:
     """The merge kernel's compile-time arguments and launch options for ``plan`` (launch, aot_check)."""
     pool_t, pool_k = plan.pool_shape
-    if plan.pool_run & (plan.pool_run - 1) or not 1 <= plan.pool_run <= max(1, pool_k):
-        raise ValueError(f"pool_run must be a power of two in [1, {max(1, pool_k)}], got {plan.pool_run}")
     return {
         "TAB_ITERS": tab_iterations, "TRACE": trace, "SRC": src, "MPOOL_T": pool_t, "MPOOL_K": pool_k,
         "BY_COUNT": plan.by_count, "TILE": plan.tile, "PDL": pdl, "TAGGED": plan.tags,
-        "POOL_RUN": plan.pool_run, "IDS26": plan.vocab <= SORT32_MAX_VOCAB, "num_warps": MERGE_WARPS,
+        "IDS26": plan.vocab <= SORT32_MAX_VOCAB, "num_warps": MERGE_WARPS,
         **({"launch_pdl": True} if pdl else {}),
     }  # fmt: skip
 

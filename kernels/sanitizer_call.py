@@ -1,9 +1,8 @@
 """Representative kernel calls for compute-sanitizer (memcheck, racecheck), checked against the
 fast reference: B = 6 rows of V = 163,840 fp32 logits mixing every status, the sampled and greedy
 paths and several tiles and merge chunks, with the default plan (the merge's pool top 32 by
-merges of the pairs' runs), with Triton's own top-k (``pool_run`` 1, the default past
-propose.MERGE_RUN_PROGRAMS tile programs) and with the three-part tile (propose.TILE_3, the
-default at some batch sizes); then the same rows' first 160,000 logits in bfloat16 and binary16
+merges of the pairs' runs) and with the three-part tile (propose.TILE_3, the default at some batch
+sizes); then the same rows' first 160,000 logits in bfloat16 and binary16
 through the 16-bit tile (tile16_jit) of 8,192 and 16,384, each row ending in a partial tile. Row 0's
 tile of 300 equal maxima and the all -inf row's tiles select their lowest ties bounded by phi; row 0's
 block of 512 large values in 64 columns (kernel_rows.py's column_block) takes each tile's exact
@@ -16,7 +15,6 @@ unfenced on ce15189).
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 
 import numpy as np
 import torch
@@ -59,9 +57,7 @@ def main() -> int:
     ws = make_workspace(batch, vocab, dev)  # (the default workspace serves every plan of these tiles)
     default = Plan.for_shape(batch, vocab)
     # (each format's rows with the plans that run them: the reference once per format)
-    groups = [
-        (logits, torch.float32, [default, replace(default, pool_run=1), Plan.for_shape(batch, vocab, TILE_3)])
-    ]
+    groups = [(logits, torch.float32, [default, Plan.for_shape(batch, vocab, TILE_3)])]
     # (160,000 = 19 x 8,192 + 4,352 = 9 x 16,384 + 12,544: a partial last tile of a V divisible by 16)
     plans16 = [Plan.for_shape(batch, 160_000, t, itemsize=2) for t in (8192, 16384)]
     groups += [(logits[:, :160_000], dtype, plans16) for dtype in (torch.bfloat16, torch.float16)]
@@ -77,7 +73,7 @@ def main() -> int:
             got = [t.cpu().numpy() for t in out]
             same = outputs_match(out, ref)
             print(
-                f"{dtype}, tile {plan.tile}, pool_run {plan.pool_run}: statuses",
+                f"{dtype}, tile {plan.tile}: statuses",
                 got[0].tolist(),
                 "tokens",
                 got[1].tolist(),

@@ -210,8 +210,8 @@ def top32_words(words, BY_COUNT: tl.constexpr):
 
 @triton.jit
 def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr, SORTED: tl.constexpr):
-    """top32 of a power-of-two-long vector (>= 32) whose aligned runs of RUN lanes (a power of two,
-    at most 32) are each bitonic (the merge's paired pool: a descending and an ascending run met
+    """top32 of a power-of-two-long vector (>= 32) whose aligned runs of RUN lanes (a power of two
+    from 2 to 32) are each bitonic (the merge's paired pool: a descending and an ascending run met
     lane by lane). The same keys in the same order as top32: on the GPU Triton's top-k network less
     its first log2 RUN stages, which sort each run of RUN from scratch, replaced by one bitonic merge
     of log2 RUN steps (a bitonic run needs no more to be sorted): 3 of 33 exchange steps fewer for
@@ -219,13 +219,11 @@ def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr, SORTED: tl.const
     of the opposite sorted run of 32) take the partner by a gather, one exchange through shared
     memory, where Triton's network takes a maximum between warps, two exchanges and a shuffle; every
     lane keeps its place, so the vector keeps its length with the folded runs repeated, and its first
-    32 lanes are gathered at the end (DESIGN.md "Merge"). RUN = 1 is Triton's top-k itself: this
-    network from its first stage (then with Triton's folds), the same SASS size under triton 3.9, was
-    1-5 us per depth 5 slower at B = 64 / 256 on the H200's triton 3.6. Not SORTED (and a vector of
+    32 lanes are gathered at the end (DESIGN.md "Merge"). Not SORTED (and a vector of
     more than 32): the same 32 keys, in the order the last fold leaves them (the larger of each lane
     of two opposite sorted runs: a bitonic sequence), without the last merge's 5 steps."""
-    if BY_COUNT or RUN == 1:
-        best = top32(flat, BY_COUNT)  # (runs of 1: nothing to gain, Triton's own top-k)
+    if BY_COUNT:
+        best = top32(flat, BY_COUNT)
     else:
         n: tl.constexpr = flat.shape[0]
         N: tl.constexpr = (
@@ -241,7 +239,7 @@ def top32_runs(flat, RUN: tl.constexpr, BY_COUNT: tl.constexpr, SORTED: tl.const
             + (n >= 1024)
         )  # (log2 of a power of two from constexpr comparisons)
         R: tl.constexpr = (RUN >= 2) + (RUN >= 4) + (RUN >= 8) + (RUN >= 16) + (RUN >= 32)
-        tl.static_assert(RUN <= K_C and n >= K_C and n <= 1024)
+        tl.static_assert(RUN >= 2 and RUN <= K_C and n >= K_C and n <= 1024)
         h = tl.reshape(flat, [2] * N)  # (the hypercube: axis N - 1 - j is index bit j)
         h = _bitonic_merge(h, R, 2 if R < N else 1, N)  # runs sorted, alternating by bit R
         for i in tl.static_range(R + 1, 6):  # then Triton's top-k from its stage R + 1 on

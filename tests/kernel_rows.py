@@ -239,12 +239,8 @@ PLANS: dict[str, dict[str, Any]] = {
     "bitonic": {"tile": 4096, "by_count": False},
     "two_parts_bitonic": {"tile": 8192, "by_count": False},
     "three_parts_bitonic": {"tile": 12288, "by_count": False},
-    # (pool_run 16: each pair's run sorted by one merge and C left unsorted, as on the GPU up to 512
-    # tile programs; the 31 rows of 18 tiles here are past that, where the default is Triton's top-k)
-    "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True, "pool_run": 16},
-    # the pool's top 32 by Triton's own top-k (the default past MERGE_RUN_PROGRAMS tile
-    # programs; the plans above sort each pair's bitonic run by one merge)
-    "bitonic_pairs_network": {"tile": 64, "by_count": False, "poll": True, "pool_run": 1},
+    # (each pair's run of 16 sorted by one merge and C left unsorted, as on the GPU)
+    "bitonic_pairs": {"tile": 64, "by_count": False, "poll": True},
 }
 
 VOCABS: dict[str, tuple[int, ...]] = {
@@ -262,7 +258,6 @@ VOCABS: dict[str, tuple[int, ...]] = {
     "two_parts_bitonic": (9000,),
     "three_parts_bitonic": (9000,),
     "bitonic_pairs": (1100,),
-    "bitonic_pairs_network": (1100,),
 }
 # Triton's bitonic networks are slow under the interpreter: these run in the deep profile only (every
 # path is still reached by default; CI's budget, README).

@@ -170,40 +170,13 @@ def test_launch_options_follow_the_plan() -> None:
     assert (unstaggered["WAIT"], "launch_pdl" in unstaggered) == (False, False)
     merge = kp.merge_options(plan, src=2, trace=True, tab_iterations=6, pdl=True)
     assert merge == {"TAB_ITERS": 6, "TRACE": True, "SRC": 2, "MPOOL_T": 32, "MPOOL_K": 16,
-                     "BY_COUNT": False, "TILE": 8192, "PDL": True, "TAGGED": True, "POOL_RUN": 16,
-                     "IDS26": True, "num_warps": 8, "launch_pdl": True}  # fmt: skip
+                     "BY_COUNT": False, "TILE": 8192, "PDL": True, "TAGGED": True, "IDS26": True,
+                     "num_warps": 8, "launch_pdl": True}  # fmt: skip
     assert "launch_pdl" not in kp.merge_options(plan, src=0, trace=False, tab_iterations=6, pdl=False)
     # the finish's int32 slot-order words hold ID * 32 + slot while V <= 2^26
     for vocab, ids26 in ((1 << 26, True), ((1 << 26) + 1, False)):
         wide = kp.merge_options(kp.Plan.for_shape(1, vocab), src=0, trace=False, tab_iterations=6, pdl=False)
         assert wide["IDS26"] is ids26
-
-
-@pytest.mark.parametrize(
-    ("batch", "vocab", "run"),
-    [
-        (1, 163_840, 16),  # 20 tile programs: each pair's 16 lanes sorted by one merge
-        (13, 163_840, 16),  # 260 programs
-        (16, 163_840, 32),  # 224 programs of TILE_3: 14 tiles pooled as 16 of 32 keys, one run per pair
-        (64, 163_840, 1),  # 1,280 programs: Triton's own top-k
-        (256, 163_840, 1),
-        (16, 262_144, 16),  # 512 programs, the last with runs
-        (17, 262_144, 1),
-        (4, 1, 1),  # one tile: no pool pairs
-        (1, 2_000_000, 1),  # 245 tiles of 8,192: the threshold merge
-    ],
-)
-def test_pool_run_by_tile_programs(batch: int, vocab: int, run: int) -> None:
-    """The merge's pool top 32 sorts the pairs' bitonic runs by merges up to MERGE_RUN_PROGRAMS tile
-    programs (the measured regime, DESIGN.md "Merge"), else takes Triton's own top-k;
-    merge_options refuses a run that is not a power of two up to the pool's keys per tile."""
-    plan = kp.Plan.for_shape(batch, vocab)
-    assert plan.pool_run == run
-    assert (plan.batch * plan.n_tiles <= kp.MERGE_RUN_PROGRAMS) == (run > 1) or plan.pool_shape[0] < 2
-    assert kp.merge_options(plan, src=0, trace=False, tab_iterations=6, pdl=False)["POOL_RUN"] == run
-    for bad in (3, 2 * max(1, plan.pool_shape[1]), 0):
-        with pytest.raises(ValueError, match="pool_run"):
-            kp.merge_options(replace(plan, pool_run=bad), src=0, trace=False, tab_iterations=6, pdl=False)
 
 
 def test_probe_timeline_anchors_exist() -> None:

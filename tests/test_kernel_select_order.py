@@ -32,7 +32,7 @@ from kernel_rows import check_plan, vocab_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TABLE_PATH.is_file(), reason="exp_near_midpoints.json not generated yet")
 
-ORDER = ["bitonic", "two_parts_bitonic", "three_parts_bitonic", "bitonic_pairs", "bitonic_pairs_network"]
+ORDER = ["bitonic", "two_parts_bitonic", "three_parts_bitonic", "bitonic_pairs"]
 
 
 @pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(ORDER))
@@ -48,7 +48,7 @@ def _runs_kernel(x_ptr, out_ptr, N: tl.constexpr, RUN: tl.constexpr, SORTED: tl.
 
 
 @pytest.mark.parametrize("ordered", [True, False])
-@pytest.mark.parametrize(("n", "run"), [(32, 32), (64, 32), (256, 8), (256, 16), (128, 4), (256, 1)])
+@pytest.mark.parametrize(("n", "run"), [(32, 32), (64, 32), (256, 8), (256, 16), (128, 4), (256, 2)])
 def test_top32_of_bitonic_runs_is_the_top32(n: int, run: int, ordered: bool) -> None:
     """clause 3.2: top32_runs (a bitonic merge per run, then Triton's top-k network from the next
     stage) gives the 32 largest keys in descending order when each aligned run of ``run`` lanes is
@@ -73,7 +73,7 @@ def test_top32_of_bitonic_runs_is_the_top32(n: int, run: int, ordered: bool) -> 
         got = out.cpu().numpy()
         want = np.sort(keys)[::-1][:32]
         assert (got if ordered else np.sort(got)[::-1]).tolist() == want.tolist()
-        if not ordered and n > 32 and run > 1 and len(set(want.tolist())) == 32:
+        if not ordered and n > 32 and len(set(want.tolist())) == 32:
             assert got.tolist() != want.tolist()  # (the last merge is left out)
 
 
