@@ -27,8 +27,8 @@ import numpy as np
 
 SMALL_VOCABS = (1, 2, 7, 31, 32, 33, 64, 100, 257, 1000, 4095, 4096, 4097)
 LARGE_VOCABS = (10_000, 50_000, 131_073, 163_840, 262_144)
-# rows per large call: 8, or 64, whose tile programs at V >= 131,073 (640 and more) outnumber the
-# programs the SMs hold at once, so that merges poll while later tiles still run
+# rows per large call: 8, or 64, whose tile programs at V >= 131,073 (576 and more: 9 tiles of 16,384
+# per row) outnumber the programs 132 SMs hold at once (528), so that merges poll while tiles still run
 LARGE_BATCHES = (8, 64)
 LARGE_SHARE = 0.02  # share of the rows drawn with a large V
 MAX_FAILURES = 20
