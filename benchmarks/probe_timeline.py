@@ -97,7 +97,7 @@ POINTS: list[tuple[str, str, str, str]] = [
     (
         "merge_jit",
         "merge pool top-32 + pair check",
-        "                BY_COUNT, TAGGED, SORTED_C,\n            )  # fmt: skip\n",
+        "                BY_COUNT, TAGGED, SORTED_C, SRC,\n            )  # fmt: skip\n",
         f"@_probe({_M}, 7, tl.max(best))\n",
     ),
     (

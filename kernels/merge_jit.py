@@ -28,9 +28,10 @@ from dyadic24.kernels.finish_jit import (  # noqa: E402
     greedy_outputs,
     load_inputs,
 )
-from dyadic24.kernels.ieee_jit import KEY_PAD  # noqa: E402
+from dyadic24.kernels.ieee_jit import KEY_PAD, SRC_BF16, SRC_F32  # noqa: E402
 from dyadic24.kernels.select_jit import (  # noqa: E402
     K_C,
+    WORD_PAD,
     count_pair,
     kth32_value,
     rank_desc,
@@ -38,6 +39,7 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     top32,
     top32_extract,
     top32_runs,
+    top32_words,
 )
 from dyadic24.kernels.tags_jit import FLAG_TAG_LIMIT, SPIN_LIMIT, next_epoch, row_tags, untag_keys  # noqa: E402
 
@@ -217,7 +219,7 @@ def _merge_row(
         if MPOOL_T > 1:
             best = _merge_pool_pairs(
                 cbase, mscratch_ptr + row * (MCAP + K_C), pool_q, n_tiles, ktag, TILE, MPOOL_T, MPOOL_K,
-                BY_COUNT, TAGGED, SORTED_C,
+                BY_COUNT, TAGGED, SORTED_C, SRC,
             )  # fmt: skip
         elif MPOOL_T == 1:
             best = one
@@ -275,6 +277,7 @@ def _merge_pool_pairs(
     BY_COUNT: tl.constexpr,
     TAGGED: tl.constexpr,
     SORTED: tl.constexpr,
+    SRC: tl.constexpr,
 ):
     """C from the halved pool ``q`` (_pool_pair_max; clause 3.2); sbase: the row's merge scratch, for
     the hot pairs' path (_hot_pairs).
@@ -292,9 +295,13 @@ def _merge_pool_pairs(
     (one reload; no key occurs twice; TAGGED: checked and untagged by _tagged_lists). Gaussian logits
     almost never have a hot pair (two tiles holding MPOOL_K of the row's 32 largest); rows whose
     likely tokens share an ID range do. SORTED: C in clause-3.1 order; else in any lane order (the
-    network's, top32_runs; the hot pairs' path still sorts)."""
+    network's, top32_runs; the hot pairs' path still sorts). 16-bit logits' keys (SRC) are ordered as
+    32-bit words (_top32_words16)."""
     NG: tl.constexpr = MPOOL_T // 2  # pairs: tiles t and t + NG
-    best = top32_runs(q, MPOOL_K, BY_COUNT, SORTED)  # (each pair's MPOOL_K lanes: a bitonic run)
+    if SRC == SRC_F32:
+        best = top32_runs(q, MPOOL_K, BY_COUNT, SORTED)  # (each pair's MPOOL_K lanes: a bitonic run)
+    else:
+        best = _top32_words16(q, TILE, NG, MPOOL_K, SRC, BY_COUNT, SORTED)
     if MPOOL_K < K_C:
         pair = _key_pair(best, TILE, NG)
         if _any_full(pair, NG, MPOOL_K) != 0:  # (the common path's test; the lanes only when needed)
@@ -308,6 +315,38 @@ def _merge_pool_pairs(
             tl.debug_barrier()
             best = tl.load(sbase + lane, cache_modifier=".cg")
     return best
+
+
+@triton.jit
+def _top32_words16(q, TILE: tl.constexpr, NG: tl.constexpr, K: tl.constexpr, SRC: tl.constexpr,
+                   BY_COUNT: tl.constexpr, SORTED: tl.constexpr):  # fmt: skip
+    """top32_runs of the halved pool q (_pool_pair_max) of 16-bit logits' keys, each exchange of the
+    network moving one int32 word instead of an int64 key. Lane p K + j holds tile p's j-th key or
+    tile p + NG's (K - 1 - j)-th; its word is (v << 9) | (511 - (t K + r)), t the key's tile, r its
+    rank in the tile's list (t K + r < MERGE_POOL = 512) and v its value key shifted right by 16
+    (bfloat16) or 13 (binary16): a widened 16-bit value's binary32 pattern has those low bits zero,
+    so its value key has them constant per sign and v orders and ties as the key's value does
+    (clause 1.2). Equal values order by tile, then by rank, that is by ID (clause 3.1): the words
+    order as the keys do, strictly, so each pair's run stays bitonic. KEY_PAD lanes are WORD_PAD,
+    below every word (|v << 9| < 2^28). The 32 kept keys come back by one gather of their lanes.
+    BY_COUNT: the words' exact ranks (top32_words), descending."""
+    tl.static_assert(2 * NG * K <= 512)
+    lane = tl.arange(0, NG * K)
+    pair = lane // K
+    ids = (~q.to(tl.int32)).to(tl.uint32, bitcast=True)  # (the key's low word is 2^32 - 1 - ID)
+    tile = (ids // TILE).to(tl.int32)
+    rank = tl.where(tile == pair, lane % K, K - 1 - lane % K)
+    S: tl.constexpr = 16 if SRC == SRC_BF16 else 13
+    word = ((((q >> 32).to(tl.int32)) >> S) << 9) | (511 - (tile * K + rank))
+    word = tl.where(q != KEY_PAD, word, WORD_PAD)
+    if BY_COUNT:  # noqa: SIM108 (constexpr branch)
+        top = top32_words(word, BY_COUNT)
+    else:
+        top = top32_runs(word, K, BY_COUNT, SORTED)
+    o = 511 - (top & 511)
+    t = o // K
+    src = (t % NG) * K + tl.where(t < NG, o % K, K - 1 - o % K)
+    return tl.where(top != WORD_PAD, tl.gather(q, src, 0), KEY_PAD)
 
 
 @triton.jit(noinline=True)

@@ -58,6 +58,16 @@ def test_tiles_of_one_and_two_parts(plan_name: str, dtype: str) -> None:
     check_plan(plan_name, 9000, dtype, kinds=kinds, greedy=("zeros", *EDGES16))
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("vocab", [1000, 1100])
+def test_pool_words_in_the_gpu_ordering(vocab: int, dtype: str) -> None:
+    """clauses 1.2, 3.1-3.2: the merge pool's top 32 of 16-bit logits' keys ordered as 32-bit words
+    (merge_jit._top32_words16) in the GPU's network, the pairs' runs: 16 tiles of 64 pooled as 16 of
+    32 keys (V = 1,000) and 18 as 32 of 16 (1,100, with hot pairs where a row's top 32 crowd two
+    tiles); every row kind, values tied across tiles among them, sampled."""
+    check_plan("bitonic_pairs", vocab, dtype, kinds=kinds16(dtype), greedy=EDGES16)
+
+
 @pytest.mark.parametrize(("plan_name", "dtype"), [("three_parts", "bfloat16"), ("small_tiles", "float16")])
 def test_binary32_tile_of_widened_16_bit_logits(plan_name: str, dtype: str) -> None:
     """The tiles the 16-bit tile does not take (TILE_3, tiles below 1,024) widen 16-bit logits into the
