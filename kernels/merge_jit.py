@@ -326,9 +326,11 @@ def _top32_words16(q, TILE: tl.constexpr, NG: tl.constexpr, K: tl.constexpr, SRC
     rank in the tile's list (t K + r < MERGE_POOL = 512) and v its value key shifted right by 16
     (bfloat16) or 13 (binary16): a widened 16-bit value's binary32 pattern has those low bits zero,
     so its value key has them constant per sign and v orders and ties as the key's value does
-    (clause 1.2). Equal values order by tile, then by rank, that is by ID (clause 3.1): the words
-    order as the keys do, strictly, so each pair's run stays bitonic. KEY_PAD lanes are WORD_PAD,
-    below every word (|v << 9| < 2^28). The 32 kept keys come back by one gather of their lanes.
+    (clause 1.2; checked on every pattern of both formats; a NaN that cvt.f32.f16 widened to the
+    canonical 0x7FFFFFFF ties with every such NaN, as its key does). Equal values order by tile,
+    then by rank, that is by ID (clause 3.1): the words order as the keys do, strictly, so each
+    pair's run stays bitonic. KEY_PAD lanes are WORD_PAD, below every word (|v << 9| < 2^28). The 32
+    kept keys come back by one gather of their lanes.
     BY_COUNT: the words' exact ranks (top32_words), descending."""
     tl.static_assert(2 * NG * K <= 512)
     lane = tl.arange(0, NG * K)
