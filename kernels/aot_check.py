@@ -74,9 +74,6 @@ APPROX = ("div.full", "div.approx", "rcp.approx", "ex2.approx", "sqrt.approx", "
 # after the first ones' data had arrived, DRAM round trips in a row (DESIGN.md "Tile selection").
 LOAD_BATCH_AUDIT = ("tile/src0", "tile/src0/big", "tile/src0/three-part", "tile/src0/one-part", "tile/src1",
                     "tile/src1/big", "tile/src2", "tile/src2/big")  # fmt: skip
-# ... and, in the default plans' tiles, before the first read of the row's counter word (a plan's tile
-# of 4,096, one-part, reads it after 6 of its 8: ptxas hoists that load there)
-TAG_WAIT_AUDIT = tuple(name for name in LOAD_BATCH_AUDIT if name != "tile/src0/one-part")
 SMS = 132  # an H200's SMs: the stagger's slots in the compiled variants
 
 
@@ -113,38 +110,6 @@ def batched_wide_loads(sass: str) -> int:
         runs.append((count, plain))
     full = [n for n, unmasked in runs if unmasked] or [n for n, _ in runs]
     return max(full, default=0)
-
-
-def loads_before_tag_wait(sass: str) -> int | None:
-    """How many LDG.E.128 the block (since the last label or branch) issues before the first read of
-    the row's counter word (tags_jit.row_tags: the kernel's only .STRONG.GPU load), the fewest over
-    the paths that load it; None without such a load. ptxas moves the tags to uniform registers (R2UR)
-    early: read before the tile's loads, every program waited one L2 round trip before its first 16-byte
-    load (DESIGN.md "Tags after the loads")."""
-    fewest: int | None = None
-    pending: set[int] = set()
-    count = 0
-    for line in sass.splitlines():
-        if re.match(r"\.L_x_\d+:", line.strip()):
-            count = 0
-            continue
-        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*(.*?);", line)
-        if not m:
-            continue
-        op, operands = m.group(2), m.group(3)
-        parts = operands.split(",", 1)
-        sources = {int(r) for r in re.findall(r"\bR(\d+)\b", parts[1] if len(parts) > 1 else "")}
-        if pending & sources:
-            fewest = count if fewest is None else min(fewest, count)
-            pending -= sources
-        d = re.match(r"\s*R(\d+)", parts[0])
-        if op.startswith("LDG.E.128"):
-            count += 1
-        elif op.startswith("LDG") and ".STRONG.GPU" in op and d:
-            pending.add(int(d.group(1)))
-        if op.startswith(("BRA", "EXIT")):
-            count = 0
-    return fewest
 
 
 _SHARED = re.compile(r"^\s*(?:@!?%p\w+\s+)?(?:ld|st|atom|red|ldmatrix|stmatrix|cp\.async)\.[\w.]*shared\b")
@@ -377,13 +342,9 @@ def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
             per_load = 4 if consts["SRC"] == 0 else 8  # (elements per 16-byte load)
             want = consts["TILE"] // (int(tile_jit.NT.value) * per_load)
             got = None if sass is None else batched_wide_loads(sass)
-            tags = None if sass is None else loads_before_tag_wait(sass)
-            batched[name] = {"wide_loads_before_first_use": got, "wide_loads_before_tag_wait": tags,
-                             "per_thread": want}  # fmt: skip
+            batched[name] = {"wide_loads_before_first_use": got, "per_thread": want}
             if got is not None and got < want:
                 problems.append(f"{name}: {got} of {want} logits loads issued before the first use (SASS)")
-            if tags is not None and tags < want and name in TAG_WAIT_AUDIT:
-                problems.append(f"{name}: {tags} of {want} logits loads issued before the tags' read (SASS)")
         problems += call_fence_problems(name, compiled.asm["ptx"])
         if kernel == "tile_kernel":
             problems += audit_tile(name, ops)

@@ -51,7 +51,6 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     value_key32,
     widen_i32,
 )
-from dyadic24.kernels.tags_jit import row_tags  # noqa: E402
 
 GW16 = tl.constexpr(8)  # 16-bit elements per 16-byte load: one thread's columns of a row
 ROWS16 = tl.constexpr(4)  # rows of a part: a column group's elements of one part fill a 32-bit mask
@@ -66,26 +65,25 @@ def tile16(
     cand_ptr,
     flags_ptr,
     scratch_ptr,
-    counter_ptr,
     pid,
     row,
     tile,
     V,
     greedy_fast,
+    ktag,
+    ftag,
     TILE: tl.constexpr,
     SRC: tl.constexpr,
     BY_COUNT: tl.constexpr,
-    TAGGED: tl.constexpr,
     NT: tl.constexpr,
     FCAP: tl.constexpr,
     SMALL: tl.constexpr,
 ):
     """The tile's candidates and flags as tile_jit._tile_fast stores them (cand[pid, :] its top 32 keys,
     descending, KEY_PAD past its end, xor ktag; flags[pid] NaN << 2 | +inf << 1 | live, xor ftag), for
-    a TILE of 8 NT x 2^k 16-bit elements (k >= 0, at most 16,384) held by NT threads. Returns (over,
-    ktag): over is True when more than FCAP elements pass the bound and the caller must store the top
-    32 (its fallback, tagged with ktag: tags_jit.row_tags, read here after the loads); the flags are
-    stored either way.
+    a TILE of 8 NT x 2^k 16-bit elements (k >= 0, at most 16,384) held by NT threads. Returns True when
+    more than FCAP elements pass the bound and the caller must store the top 32 (its fallback); the
+    flags are stored either way.
 
     Layout: element p PART + r W + c (W = GW16 NT columns) of P parts of R rows; thread t holds columns
     GW16 t .. GW16 t + 7 of every row of every part (its column group), so per column group the
@@ -111,16 +109,11 @@ def tile16(
     # the first use, as tile_jit._tile_bits; lanes past V are -inf, set by a select after the load:
     # as the load's `other`, the last tile of a V divisible by 16 read NaN on an H100 (DESIGN.md "The
     # 16-bit tile"))
-    # (the row's tags read in each branch after its loads: read before them, ptxas moved them to
-    # uniform registers before the first 16-byte load, one L2 round trip per program; DESIGN.md
-    # "Tags after the loads")
     if full:
         raw = tl.load(base + loc)
-        _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
     else:
         neg_inf = NEG_INF_BF16 if SRC == SRC_BF16 else NEG_INF_F16
         raw = tl.where(inb, tl.load(base + loc, mask=inb), neg_inf).to(tl.int16)
-        _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
     x = _values(raw, SRC)
     # column maxima, NaN-propagating: the widening is exact and ptxas keeps these maxima in 16-bit
     # packed form; the parts' first, so that the first use needs every load (one DRAM round trip)
@@ -178,7 +171,7 @@ def tile16(
             else:
                 top = _selected_top32(s_row, base, first_id, n_sel, FCAP, SRC, BY_COUNT)
             tl.store(out + l32, top ^ ktag)
-    return over, ktag
+    return over
 
 
 @triton.jit

@@ -149,11 +149,11 @@ def _tile_program(
     greedy_fast = False
     if not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
-    # (each tile reads the row's tags after its logits loads: DESIGN.md "Tags after the loads")
+    _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
     if SRC != SRC_F32 and TILE >= 8 * NT and TILE <= MAX_TILE16 and (TILE & (TILE - 1)) == 0:
-        over, ktag = tile16(
-            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, pid, row, tile, V, greedy_fast,
-            TILE, SRC, BY_COUNT, TAGGED, NT, FCAP, SMALL_SEL,
+        over = tile16(
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
+            TILE, SRC, BY_COUNT, NT, FCAP, SMALL_SEL,
         )  # fmt: skip
         if over:  # (its flags are stored)
             # a call is a block the membar pass does not see into: without this barrier the callee's
@@ -165,13 +165,13 @@ def _tile_program(
             )
     elif TILE >= 8 * NT and (TILE <= 64 * NT or TILE == 96 * NT):
         _tile_fast(
-            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, counter_ptr, pid, row, tile, V, greedy_fast,
-            TILE, SRC, BY_COUNT, TAGGED,
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
+            TILE, SRC, BY_COUNT,
         )  # fmt: skip
     else:
         _tile_part(
-            logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), counter_ptr, pid, row, tile,
-            V, greedy_fast, TILE, SRC, TAGGED,
+            logits_ptr, cand_ptr, flags_ptr, scratch_ptr + pid * (FCAP - CAP), pid, row, tile, V,
+            greedy_fast, ktag, ftag, TILE, SRC,
         )  # fmt: skip
 
 
@@ -181,16 +181,16 @@ def _tile_fast(
     cand_ptr,
     flags_ptr,
     scratch_ptr,
-    counter_ptr,
     pid,
     row,
     tile,
     V,
     greedy_fast,
+    ktag,
+    ftag,
     TILE: tl.constexpr,
     SRC: tl.constexpr,
     BY_COUNT: tl.constexpr,
-    TAGGED: tl.constexpr,
 ):
     """The column-group tile: the tile's candidates and flags (as _tile_part) with little work per element.
 
@@ -241,9 +241,7 @@ def _tile_fast(
     base = logits_ptr + (row * V + first_id)
     inb2 = loc + PART < lim
     inb3 = loc + 2 * PART < lim
-    b, b2, b3, ktag, ftag = _tile_bits(
-        base, loc, inb, inb2, inb3, full, counter_ptr, row, PART, PARTS, SRC, TAGGED
-    )  # fmt: skip
+    b, b2, b3 = _tile_bits(base, loc, inb, inb2, inb3, full, PART, PARTS, SRC)
     x = b.to(tl.float32, bitcast=True)
     x2 = b2.to(tl.float32, bitcast=True)
     x3 = b3.to(tl.float32, bitcast=True)
@@ -342,15 +340,15 @@ def _tile_part(
     cand_ptr,
     flags_ptr,
     s_base,
-    counter_ptr,
     pid,
     row,
     tile,
     V,
     greedy_fast,
+    ktag,
+    ftag,
     TILE: tl.constexpr,
     SRC: tl.constexpr,
-    TAGGED: tl.constexpr,
 ):
     """The strided-group tile: the tile's candidates and flags NaN << 2 | +inf << 1 | live (clause
     2.1; a NaN gets the largest key, so the tile's largest key alone tells NaN, else +inf, else
@@ -358,7 +356,6 @@ def _tile_part(
     (callers pass scratch_ptr + pid * (FCAP - CAP), so that it is the program's row of FCAP slots)."""
     first_id = tile * TILE
     loc, inb, sk, gm = _part_keys(logits_ptr + (row * V + first_id), V - first_id, TILE, SRC)
-    _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
     top = tl.max(gm)
     flags = (
         ((top == INT32_MAX).to(tl.int32) << 2)
@@ -464,11 +461,9 @@ def _part_ranked(sk, inb, loc, gm, first_id, s_row, dst, dtag, TILE: tl.constexp
 
 
 @triton.jit
-def _tile_bits(base, loc, inb, inb2, inb3, full, counter_ptr, row, PART: tl.constexpr, PARTS: tl.constexpr,
-               SRC: tl.constexpr, TAGGED: tl.constexpr):  # fmt: skip
+def _tile_bits(base, loc, inb, inb2, inb3, full, PART: tl.constexpr, PARTS: tl.constexpr, SRC: tl.constexpr):
     """A tile's binary32 patterns as int32 (clause 1.2), lanes past V as -inf (0xFF800000): (first,
-    second, third part), a part the tile lacks equal to the first, and the row's key and flag tags
-    (tags_jit.row_tags), read in each branch after its loads (DESIGN.md "Tags after the loads").
+    second, third part), a part the tile lacks equal to the first.
 
     A full tile loads without a mask in a block of its own, all parts in the same block: with only
     the masked form, or with one block per part, ptxas kept some of a thread's 16-byte loads behind
@@ -482,7 +477,6 @@ def _tile_bits(base, loc, inb, inb2, inb3, full, counter_ptr, row, PART: tl.cons
             b2 = widen_i32(tl.load(base + PART + loc), SRC)
         if PARTS == 3:
             b3 = widen_i32(tl.load(base + 2 * PART + loc), SRC)
-        _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
     else:
         b = tl.where(inb, widen_i32(tl.load(base + loc, mask=inb, other=0), SRC), -8388608)
         b2 = b
@@ -491,8 +485,7 @@ def _tile_bits(base, loc, inb, inb2, inb3, full, counter_ptr, row, PART: tl.cons
             b2 = tl.where(inb2, widen_i32(tl.load(base + PART + loc, mask=inb2, other=0), SRC), -8388608)
         if PARTS == 3:
             b3 = tl.where(inb3, widen_i32(tl.load(base + 2 * PART + loc, mask=inb3, other=0), SRC), -8388608)
-        _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
-    return b, b2, b3, ktag, ftag
+    return b, b2, b3
 
 
 @triton.jit
