@@ -39,7 +39,6 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     top32,
     top32_extract,
     top32_runs,
-    top32_words,
 )
 from dyadic24.kernels.tags_jit import FLAG_TAG_LIMIT, SPIN_LIMIT, next_epoch, row_tags, untag_keys  # noqa: E402
 
@@ -331,7 +330,7 @@ def _top32_words16(q, TILE: tl.constexpr, NG: tl.constexpr, K: tl.constexpr, SRC
     then by rank, that is by ID (clause 3.1): the words order as the keys do, strictly, so each
     pair's run stays bitonic. KEY_PAD lanes are WORD_PAD, below every word (|v << 9| < 2^28). The 32
     kept keys come back by one gather of their lanes.
-    BY_COUNT: the words' exact ranks (top32_words), descending."""
+    BY_COUNT: the words' exact ranks (top32_runs' BY_COUNT), descending."""
     tl.static_assert(2 * NG * K <= 512)
     lane = tl.arange(0, NG * K)
     pair = lane // K
@@ -341,10 +340,7 @@ def _top32_words16(q, TILE: tl.constexpr, NG: tl.constexpr, K: tl.constexpr, SRC
     S: tl.constexpr = 16 if SRC == SRC_BF16 else 13
     word = ((((q >> 32).to(tl.int32)) >> S) << 9) | (511 - (tile * K + rank))
     word = tl.where(q != KEY_PAD, word, WORD_PAD)
-    if BY_COUNT:  # noqa: SIM108 (constexpr branch)
-        top = top32_words(word, BY_COUNT)
-    else:
-        top = top32_runs(word, K, BY_COUNT, SORTED)
+    top = top32_runs(word, K, BY_COUNT, SORTED)
     o = 511 - (top & 511)
     t = o // K
     src = (t % NG) * K + tl.where(t < NG, o % K, K - 1 - o % K)

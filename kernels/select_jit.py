@@ -176,35 +176,21 @@ def rank_desc(s, valid):
 
 @triton.jit
 def top32(flat, BY_COUNT: tl.constexpr):
-    """The 32 largest keys of a power-of-two-long vector (>= 32), descending, KEY_PAD past the real
-    ones (clause 3.2): Triton's bitonic top-k (the GPU's), or with BY_COUNT exact integer ranks (the
+    """The 32 largest of a power-of-two-long vector (>= 32) of int64 keys (padded with KEY_PAD) or of
+    the 16-bit tile's and merge's int32 words (padded with WORD_PAD), descending, the pad past the
+    real ones (clause 3.2): Triton's bitonic top-k (the GPU's; an int32 word takes one compare and
+    exchange per step where an int64 key takes two), or with BY_COUNT exact integer ranks (the
     interpreter's: the same keys in the same order, and fast where the bitonic network is slow)."""
     if BY_COUNT:
-        real = flat != KEY_PAD
+        pad: tl.constexpr = KEY_PAD if flat.dtype == tl.int64 else WORD_PAD
+        real = flat != pad
         rank = rank_desc(flat, real)
         l32 = tl.arange(0, K_C)
         hit = real[:, None] & (rank[:, None] == l32[None, :])
         best = tl.sum(tl.where(hit, flat[:, None], 0), axis=0)  # one nonzero term per lane: exact
-        best = tl.where(l32 < tl.sum(real.to(tl.int32)), best, KEY_PAD)
+        best = tl.where(l32 < tl.sum(real.to(tl.int32)), best, pad)
     else:
         best = tl.topk(flat, K_C)
-    return best
-
-
-@triton.jit
-def top32_words(words, BY_COUNT: tl.constexpr):
-    """The 32 largest int32 words of a power-of-two-long vector (>= 32), descending, WORD_PAD past the
-    real ones: top32 on 32-bit words (the 16-bit tile's), one int32 compare and exchange per step of
-    Triton's top-k where int64 keys take two."""
-    if BY_COUNT:
-        real = words != WORD_PAD
-        rank = rank_desc(words, real)
-        l32 = tl.arange(0, K_C)
-        hit = real[:, None] & (rank[:, None] == l32[None, :])
-        best = tl.sum(tl.where(hit, words[:, None], 0), axis=0)  # one nonzero term per lane: exact
-        best = tl.where(l32 < tl.sum(real.to(tl.int32)), best, WORD_PAD)
-    else:
-        best = tl.topk(words, K_C)
     return best
 
 

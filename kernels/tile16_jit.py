@@ -46,7 +46,7 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     kth_smallest,
     popc32,
     reduce_max_nan,
-    top32_words,
+    top32,
     value_key16,
     value_key32,
     widen_i32,
@@ -311,7 +311,7 @@ def _selected_top32(s_idx, base, first_id, n_sel, N: tl.constexpr, SRC: tl.const
     live = lane < n_sel
     li = tl.load(s_idx + lane, mask=live, other=0).to(tl.int32)
     h = tl.load(base + li, mask=live, other=0)
-    top = top32_words(tl.where(live, (value_key16(h) << 16) + (0xFFFF - li), WORD_PAD), BY_COUNT)
+    top = top32(tl.where(live, (value_key16(h) << 16) + (0xFFFF - li), WORD_PAD), BY_COUNT)
     idx = 0xFFFF - (top & 0xFFFF)
     sk = value_key32(widen_i32(key_value16(top >> 16), SRC))
     key = (sk.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + idx))
