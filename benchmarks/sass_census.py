@@ -2,6 +2,12 @@
 instructions by source line, from sm_90 cubins compiled on the CPU (no GPU needed).
 
     TRITON_INTERPRET=0 python benchmarks/sass_census.py [--lines 30]
+    TRITON_INTERPRET=0 python benchmarks/sass_census.py --digest
+
+--digest: the sha256 of every aot_check variant's sm_90 SASS (addresses dropped), one line each and
+one over all. Two trees with the same digest under the GPU's triton (nox's kernels-gpu-pair venv)
+run the same GPU code, so a GPU report or benchmark of one stands for the other: a change to the
+interpreter's paths alone (BY_COUNT) or to comments keeps it.
 
 The variants are aot_check's default ones for B = 1, V = 163,840 (tile/src0, merge/src0: the default
 plan as an H200 derives it); V and the pointers are marked 16-divisible as a launch on such a
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import os
 import re
 import sys
@@ -26,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ncu_source import line_table
 
-from dyadic24.kernels import aot_check, merge_jit, tile_jit
+from dyadic24.kernels import aot_check, exp_sweep_jit, merge_jit, tile_jit
 
 KERNELS = {"tile_kernel": tile_jit.tile_kernel, "merge_kernel": merge_jit.merge_kernel}
 
@@ -49,10 +56,34 @@ def census(kernel: str, name: str, lines: int) -> None:
             print(f"  {count:6d}  {where}")
 
 
+def sass_digest() -> str:
+    """Print each variant's SASS sha256 and return the first 12 hex digits of the sha256 over all."""
+    import triton
+
+    kernels = {**KERNELS, "sweep_kernel": exp_sweep_jit.sweep_kernel}
+    total = hashlib.sha256()
+    variants = aot_check._variants(True)
+    for kernel, name, sig, consts, options in variants:
+        compiled = aot_check.compile_variant(kernels[kernel], sig, consts, dict(options))
+        sass = aot_check.cubin_tool(compiled, "nvdisasm", "-c")
+        if sass is None:
+            raise SystemExit("sass_census.py: --digest needs triton's nvdisasm (a CUDA triton install)")
+        sass = re.sub(r"/\*[0-9a-f]{4,}\*/", "", sass)  # (instruction addresses: the encodings stay)
+        total.update(name.encode() + b"\0" + sass.encode())
+        print(f"{name}: {hashlib.sha256(sass.encode()).hexdigest()[:12]}", flush=True)
+    digest = total.hexdigest()[:12]
+    print(f"sass digest {digest} ({len(variants)} variants, sm_90, triton {triton.__version__})")
+    return digest
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lines", type=int, default=30, help="source lines to list per kernel")
+    ap.add_argument("--digest", action="store_true", help="the SASS digest of every variant instead")
     args = ap.parse_args()
+    if args.digest:
+        sass_digest()
+        return 0
     for kernel, name in (("tile_kernel", "tile/src0"), ("merge_kernel", "merge/src0")):
         census(kernel, name, args.lines)
     return 0
