@@ -73,6 +73,10 @@ PLANS: dict[str, dict[str, Any]] = {
     "t12288-uncapped": {"tile": 12288, "maxnreg": None, "stagger_wave": 2},
     "t12288-st900": {"tile": 12288, "stagger": 901},
     "t12288-w2": {"tile": 12288, "stagger_wave": 2},
+    # TILE_3 at BIG_TILE's cap (four programs per SM) for large B, where fewer tiles per row means less
+    # per-tile selection (DESIGN.md "Tile size, warps and registers")
+    "t12288-r128": {"tile": 12288, "maxnreg": 128},
+    "t12288-r128-st902": {"tile": 12288, "maxnreg": 128, "stagger": 902},
     # 16-bit logits' tile of 16,384 (DESIGN.md "The 16-bit tile"): at BIG_TILE's cap and at 96 (five
     # programs per SM)
     "t16384": {"tile": 16384},
