@@ -68,9 +68,9 @@ def sass_digest() -> str:
         sass = aot_check.cubin_tool(compiled, "nvdisasm", "-c")
         if sass is None:
             raise SystemExit("sass_census.py: --digest needs triton's nvdisasm (a CUDA triton install)")
-        sass = re.sub(r"/\*[0-9a-f]{4,}\*/", "", sass)  # (instruction addresses: the encodings stay)
-        total.update(name.encode() + b"\0" + sass.encode())
-        print(f"{name}: {hashlib.sha256(sass.encode()).hexdigest()[:12]}", flush=True)
+        code = re.sub(r"/\*[0-9a-f]{4,}\*/", "", sass).encode()  # (instruction addresses: the encodings stay)
+        total.update(name.encode() + b"\0" + code)
+        print(f"{name}: {hashlib.sha256(code).hexdigest()[:12]}", flush=True)
     digest = total.hexdigest()[:12]
     print(f"sass digest {digest} ({len(variants)} variants, sm_90, triton {triton.__version__})")
     return digest
