@@ -52,6 +52,7 @@ GRID_Y = 65535  # CUDA's largest grid extent along y: the tile grid's rows per z
 SM_REGISTERS = 65536  # 32-bit registers per SM (sm_80 / sm_90): the programs an SM holds at a cap
 MAX_TILE = 16384  # the largest tile: its counts share packed fields below 2^15 (select_jit.count_pair)
 TILE_3 = 3 * TILE  # the one tile that is not a power of two: three column-group parts of TILE
+TILE_5_16 = 5 * TILE  # the 16-bit tile of five parts (tile16_jit): 80 registers of packed logits
 TILE_3_PER_SM = 2  # TILE_3 runs uncapped (255 registers): two programs per SM at once
 H200_SMS = 132  # the SMs a plan assumes where no CUDA device is seen (tests, aot_check)
 # benchmarks/DESIGN.md "Merge":
@@ -118,8 +119,10 @@ class Plan:
         STAGGER_WAVE); ``pdl`` and ``poll`` from the device."""
         if tile is None:
             tile = default_tile(batch, vocab, itemsize, _plan_sms() if sms is None else sms)
-        if (tile < 32 or tile & (tile - 1) or tile > MAX_TILE) and tile != TILE_3:
-            raise ArgumentError("tile", f"must be a power of two in [32, {MAX_TILE}] or {TILE_3}, got {tile}")
+        if (tile < 32 or tile & (tile - 1) or tile > MAX_TILE) and tile not in (TILE_3, TILE_5_16):
+            raise ArgumentError(
+                "tile", f"must be a power of two in [32, {MAX_TILE}], {TILE_3} or {TILE_5_16}, got {tile}"
+            )
         n_tiles = -(-vocab // tile)
         if maxnreg == 0:
             maxnreg = default_maxnreg(batch * n_tiles, tile, itemsize)
@@ -364,6 +367,8 @@ def propose(
         plan = Plan.for_shape(batch, vocab, itemsize=logits.element_size())
     elif not isinstance(plan, Plan) or (plan.batch, plan.vocab) != (batch, vocab):
         raise ArgumentError("plan", f"must be a Plan for shape [{batch}, {vocab}]")
+    if plan.tile == TILE_5_16 and logits.element_size() != 2:
+        raise ArgumentError("plan", f"a tile of {TILE_5_16} takes 16-bit logits only (tile16_jit)")
 
     outputs = make_outputs(batch, device) if out is None else check_outputs(out, batch, device)
     if workspace is None:

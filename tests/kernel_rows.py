@@ -230,6 +230,9 @@ PLANS: dict[str, dict[str, Any]] = {
     "four_parts": {"tile": 16384},
     "four_parts_bitonic": {"tile": 16384, "by_count": False},
     "four_parts_poll": {"tile": 16384, "poll": True},  # (the polling merge's words)
+    # and of 20,480 in five (kp.TILE_5_16: the fifth part a tensor of its own)
+    "five_parts": {"tile": 20480},
+    "five_parts_bitonic": {"tile": 20480, "by_count": False},
     "small_tiles": {"tile": 64},
     # the hot pairs' lists reloaded tagged (merge_jit._tagged_lists)
     "small_tiles_poll": {"tile": 64, "poll": True},
@@ -250,6 +253,8 @@ VOCABS: dict[str, tuple[int, ...]] = {
     "four_parts": (33, 9001, 40000),
     "four_parts_bitonic": (9001,),
     "four_parts_poll": (40000,),
+    "five_parts": (9001, 40000),
+    "five_parts_bitonic": (40000,),
     "poll": (4097, 9000),
     "small_tiles": (1, 33, 1100),
     "small_tiles_poll": (1100,),
