@@ -82,9 +82,9 @@ def tile16(
 ):
     """The tile's candidates and flags as tile_jit._tile_fast stores them (cand[pid, :] its top 32 keys,
     descending, KEY_PAD past its end, xor ktag; flags[pid] NaN << 2 | +inf << 1 | live, xor ftag), for
-    a TILE of 8 NT x 2^k 16-bit elements (k >= 0, at most 16,384) held by NT threads. Returns True when
-    more than FCAP elements pass the bound and the caller must store the top 32 (its fallback); the
-    flags are stored either way.
+    a TILE of 8 NT x 2^k 16-bit elements (k >= 0, at most 16,384) or 20,480 (TILE5_16, five parts of
+    4,096) held by NT threads. Returns True when more than FCAP elements pass the bound and the
+    caller must store the top 32 (its fallback); the flags are stored either way.
 
     Layout: element p PART + r W + c (W = GW16 NT columns) of P parts of R rows; thread t holds columns
     GW16 t .. GW16 t + 7 of every row of every part (its column group), so per column group the

@@ -139,6 +139,11 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
         row = np.full(vocab, F32(-1e30))
         row[((idx % 16384) >= 15360) & (idx % 4 == 3)] = F32(5.0)
         return row
+    if kind == "fifth_ties":  # the same ties in the fifth part of every 20,480 only: the 16-bit tile of
+        # five parts (kp.TILE_5_16) finds every column's lowest tie in its fifth mask, a tensor of its own
+        row = np.full(vocab, F32(-1e30))
+        row[((idx % 20480) >= 19456) & (idx % 4 == 3)] = F32(5.0)
+        return row
     if kind == "part_straddle":  # 20 values above the 32nd in the last 1,024 IDs of tiles of 16,384, 600
         # ties at it spread over every part: the lowest-ID ties, found across parts, complete C (phi)
         row = np.full(vocab, F32(-1e30))
@@ -171,7 +176,7 @@ KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_valu
          "pos_inf_tail")  # fmt: skip
 # The 16-bit tile's own edges (tile16_jit: ties in and across its four parts, bfloat16 subnormals;
 # binary16 subnormals: the f16_* kinds, which bfloat16 holds as normal values)
-EDGES16 = ("quarter_ties", "part_straddle", "bf16_subnormal_max", "bf16_subnormal_mix")
+EDGES16 = ("quarter_ties", "fifth_ties", "part_straddle", "bf16_subnormal_max", "bf16_subnormal_mix")
 F16_EDGES = ("f16_subnormal_top", "f16_subnormal_neg", "f16_subnormal_max")
 
 
