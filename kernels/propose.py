@@ -42,8 +42,8 @@ TILE = 4096  # the largest tile selected in one part; a plan's choice (default b
 BIG_TILE = 8192
 BIG_TILE_MAXNREG = 128  # BIG_TILE's register cap for binary32 logits: four programs per SM
 BIG_TILE_MAXNREG_16 = 96  # and for 16-bit logits (half the bytes per thread): five per SM
-# 16-bit logits where their programs fill the SMs: the 16-bit tile (tile16_jit) of BIG_TILE's bytes,
-# in four parts, at BIG_TILE_MAXNREG (its 64 registers of packed logits per thread)
+# 16-bit logits where the 16-bit tile (tile16_jit) of BIG_TILE's bytes, in four parts, would fill the
+# SMs: there its tile of five parts, TILE_5_16, at BIG_TILE_MAXNREG (80 registers of packed logits)
 BIG_TILE_16 = 16384
 TILE_UNCAPPED_PROGRAMS = 256  # a tile of TILE runs uncapped up to this many programs (two per SM)
 TILE_MAXNREG = 64  # and at this cap above them (eight per SM)
@@ -187,10 +187,11 @@ def default_tile(batch: int, vocab: int, itemsize: int, sms: int) -> int:
     under BIG_TILE; else BIG_TILE. At V = 163,840 on an H200: B = 7-9 and 14-18 (BIG_TILE puts two or
     three programs on some SMs, TILE_3 one or two); measured there 0.4-2.1 us per depth 5 faster
     sampled, greedy rows up to 2.9 us slower (DESIGN.md "Tile size, warps and registers": "The
-    default tile"). 16-bit logits (the 16-bit tile): BIG_TILE_16 where its programs give every SM one
-    at least (B >= 14 at V = 163,840 on an H100 or H200), else BIG_TILE (DESIGN.md "The 16-bit tile")."""
+    default tile"). 16-bit logits (the 16-bit tile): TILE_5_16 where BIG_TILE_16's programs would give
+    every SM one at least (B >= 14 at V = 163,840 on an H100 or H200), else BIG_TILE (DESIGN.md "The
+    16-bit tile")."""
     if itemsize != 4:
-        return BIG_TILE_16 if batch * -(-vocab // BIG_TILE_16) >= sms else BIG_TILE
+        return TILE_5_16 if batch * -(-vocab // BIG_TILE_16) >= sms else BIG_TILE
     big = batch * -(-vocab // BIG_TILE)
     three = batch * -(-vocab // TILE_3)
     fewer = -(-three // sms) < -(-big // sms)
