@@ -81,10 +81,6 @@ PLANS: dict[str, dict[str, Any]] = {
     # programs per SM)
     "t16384": {"tile": 16384},
     "t16384-r96": {"tile": 16384, "maxnreg": 96, "stagger_wave": 5},
-    # and of 20,480 (kp.TILE_5_16, five parts): 8 tiles per row at V = 163,840, every program of
-    # B <= 66 at once at four per SM; its own stagger (1,127 ns per slot) and 16,384's 902
-    "t20480": {"tile": 20480},
-    "t20480-st902": {"tile": 20480, "stagger": 902},
 }
 FUZZ_PLANS = ("default", "t2048", "t4096", "t8192")
 FLOORS = ("torch-topk-softmax-multinomial", "torch-argmax", "read-skeleton", "copy", "launch-floor")

@@ -9,7 +9,7 @@ variants are those the default plans launch on an H200 (propose.tile_options / m
 plan as a GPU derives it: the bitonic ordering, the polling merge; pointers and V specialised as a
 launch on a vocabulary that is a multiple of 16 specialises them); by default the binary32 tile kernels
 of the three default tiles (two parts, three parts, and one part as a plan's choice) and the other
-logit formats' two default tiles (the 16-bit tile of 8,192 and of 20,480), and the binary32 merge with
+logit formats' two default tiles (the 16-bit tile of 8,192 and of 16,384), and the binary32 merge with
 and without trace; --all adds the other formats' merges, the traced tile, and the shapes whose merge
 does not poll (more than 64 tiles), has no pool (more than 128) or one tile. The tile kernel's only
 floating-point instructions are binary32 and 16-bit comparisons, NaN-propagating maxima (max.NaN of
@@ -272,7 +272,7 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     # V = 200,000: 200 tiles, staggered, the pool's runs; V = 600,000: 74 tiles, untagged;
     # V = 2,000,000: 245 tiles, no pool; V = 4,096: one tile. "/one-part": a plan's tile of 4,096;
     # "/three-part": B = 8 at V = 163,840, the default's TILE_3 (uncapped); 16-bit "": the default
-    # at B = 1, the 16-bit tile of 8,192, "/big": at B = 64, the 16-bit tile of 20,480 (five parts)
+    # at B = 1, the 16-bit tile of 8,192, "/big": at B = 64, the 16-bit tile of 16,384
     default, big, staggered, three = (1, 163_840), (64, 163_840), (8, 200_000), (8, 163_840)
     tiles = [(0, "", default, False), (0, "/big", big, False), (0, "/stagger", staggered, False),
              (0, "/three-part", three, False), (0, "/one-part", default, False), (1, "", default, False),

@@ -42,8 +42,8 @@ TILE = 4096  # the largest tile selected in one part; a plan's choice (default b
 BIG_TILE = 8192
 BIG_TILE_MAXNREG = 128  # BIG_TILE's register cap for binary32 logits: four programs per SM
 BIG_TILE_MAXNREG_16 = 96  # and for 16-bit logits (half the bytes per thread): five per SM
-# 16-bit logits where the 16-bit tile (tile16_jit) of BIG_TILE's bytes, in four parts, would fill the
-# SMs: there its tile of five parts, TILE_5_16, at BIG_TILE_MAXNREG (80 registers of packed logits)
+# 16-bit logits where their programs fill the SMs: the 16-bit tile (tile16_jit) of BIG_TILE's bytes,
+# in four parts, at BIG_TILE_MAXNREG (its 64 registers of packed logits per thread)
 BIG_TILE_16 = 16384
 TILE_UNCAPPED_PROGRAMS = 256  # a tile of TILE runs uncapped up to this many programs (two per SM)
 TILE_MAXNREG = 64  # and at this cap above them (eight per SM)
@@ -52,7 +52,6 @@ GRID_Y = 65535  # CUDA's largest grid extent along y: the tile grid's rows per z
 SM_REGISTERS = 65536  # 32-bit registers per SM (sm_80 / sm_90): the programs an SM holds at a cap
 MAX_TILE = 16384  # the largest tile: its counts share packed fields below 2^15 (select_jit.count_pair)
 TILE_3 = 3 * TILE  # the one tile that is not a power of two: three column-group parts of TILE
-TILE_5_16 = 5 * TILE  # the 16-bit tile of five parts (tile16_jit): 80 registers of packed logits
 TILE_3_PER_SM = 2  # TILE_3 runs uncapped (255 registers): two programs per SM at once
 H200_SMS = 132  # the SMs a plan assumes where no CUDA device is seen (tests, aot_check)
 # benchmarks/DESIGN.md "Merge":
@@ -119,10 +118,8 @@ class Plan:
         STAGGER_WAVE); ``pdl`` and ``poll`` from the device."""
         if tile is None:
             tile = default_tile(batch, vocab, itemsize, _plan_sms() if sms is None else sms)
-        if (tile < 32 or tile & (tile - 1) or tile > MAX_TILE) and tile not in (TILE_3, TILE_5_16):
-            raise ArgumentError(
-                "tile", f"must be a power of two in [32, {MAX_TILE}], {TILE_3} or {TILE_5_16}, got {tile}"
-            )
+        if (tile < 32 or tile & (tile - 1) or tile > MAX_TILE) and tile != TILE_3:
+            raise ArgumentError("tile", f"must be a power of two in [32, {MAX_TILE}] or {TILE_3}, got {tile}")
         n_tiles = -(-vocab // tile)
         if maxnreg == 0:
             maxnreg = default_maxnreg(batch * n_tiles, tile, itemsize)
@@ -187,11 +184,10 @@ def default_tile(batch: int, vocab: int, itemsize: int, sms: int) -> int:
     under BIG_TILE; else BIG_TILE. At V = 163,840 on an H200: B = 7-9 and 14-18 (BIG_TILE puts two or
     three programs on some SMs, TILE_3 one or two); measured there 0.4-2.1 us per depth 5 faster
     sampled, greedy rows up to 2.9 us slower (DESIGN.md "Tile size, warps and registers": "The
-    default tile"). 16-bit logits (the 16-bit tile): TILE_5_16 where BIG_TILE_16's programs would give
-    every SM one at least (B >= 14 at V = 163,840 on an H100 or H200), else BIG_TILE (DESIGN.md "The
-    16-bit tile")."""
+    default tile"). 16-bit logits (the 16-bit tile): BIG_TILE_16 where its programs give every SM one
+    at least (B >= 14 at V = 163,840 on an H100 or H200), else BIG_TILE (DESIGN.md "The 16-bit tile")."""
     if itemsize != 4:
-        return TILE_5_16 if batch * -(-vocab // BIG_TILE_16) >= sms else BIG_TILE
+        return BIG_TILE_16 if batch * -(-vocab // BIG_TILE_16) >= sms else BIG_TILE
     big = batch * -(-vocab // BIG_TILE)
     three = batch * -(-vocab // TILE_3)
     fewer = -(-three // sms) < -(-big // sms)
@@ -368,8 +364,6 @@ def propose(
         plan = Plan.for_shape(batch, vocab, itemsize=logits.element_size())
     elif not isinstance(plan, Plan) or (plan.batch, plan.vocab) != (batch, vocab):
         raise ArgumentError("plan", f"must be a Plan for shape [{batch}, {vocab}]")
-    if plan.tile == TILE_5_16 and logits.element_size() != 2:
-        raise ArgumentError("plan", f"a tile of {TILE_5_16} takes 16-bit logits only (tile16_jit)")
 
     outputs = make_outputs(batch, device) if out is None else check_outputs(out, batch, device)
     if workspace is None:

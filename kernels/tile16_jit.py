@@ -44,7 +44,6 @@ from dyadic24.kernels.select_jit import (  # noqa: E402
     key_value32,
     kth32_value,
     kth_smallest,
-    max_nan,
     popc32,
     reduce_max_nan,
     top32,
@@ -82,9 +81,9 @@ def tile16(
 ):
     """The tile's candidates and flags as tile_jit._tile_fast stores them (cand[pid, :] its top 32 keys,
     descending, KEY_PAD past its end, xor ktag; flags[pid] NaN << 2 | +inf << 1 | live, xor ftag), for
-    a TILE of 8 NT x 2^k 16-bit elements (k >= 0, at most 16,384) or 20,480 (TILE5_16, five parts of
-    4,096) held by NT threads. Returns True when more than FCAP elements pass the bound and the
-    caller must store the top 32 (its fallback); the flags are stored either way.
+    a TILE of 8 NT x 2^k 16-bit elements (k >= 0, at most 16,384) held by NT threads. Returns True when
+    more than FCAP elements pass the bound and the caller must store the top 32 (its fallback); the
+    flags are stored either way.
 
     Layout: element p PART + r W + c (W = GW16 NT columns) of P parts of R rows; thread t holds columns
     GW16 t .. GW16 t + 7 of every row of every part (its column group), so per column group the
@@ -93,38 +92,29 @@ def tile16(
     maximum (BY_COUNT: the exact 32nd largest), 32 distinct columns reaching it. Greedy rows without a
     trace store the argmax alone (clause 4.1)."""
     W: tl.constexpr = GW16 * NT
-    NP: tl.constexpr = TILE // (ROWS16 * W) if TILE > ROWS16 * W else 1
-    # (five parts: tensor axes are powers of two, so the fifth is a tensor of its own, x5; FIVE's
-    # masks are [8, NT], the fifth part's in row 4 and zero rows after it)
-    FIVE: tl.constexpr = NP == 5
-    P: tl.constexpr = 4 if FIVE else NP
-    PART: tl.constexpr = TILE // NP
+    P: tl.constexpr = TILE // (ROWS16 * W) if TILE > ROWS16 * W else 1
+    PART: tl.constexpr = TILE // P
     R: tl.constexpr = PART // W
-    tl.static_assert(NP * R * W == TILE and (TILE <= (1 << 14) or FIVE))
+    tl.static_assert(P * R * W == TILE and TILE <= (1 << 14))
     pp = tl.arange(0, P)[:, None, None]
     rr = tl.arange(0, R)[None, :, None]
     cc = tl.arange(0, W)[None, None, :]
     loc = pp * PART + rr * W + cc
-    loc5 = 4 * PART + rr * W + cc  # ([1, R, W]; FIVE only)
     first_id = tile * TILE
     lim = tl.minimum(V - first_id, TILE).to(tl.int32)
     inb = loc < lim
-    inb5 = loc5 < lim
     full = first_id + TILE <= V
     base = logits_ptr + (row * V + first_id)
     # (a full tile's loads unmasked in one block: all P R of a thread's 16-byte loads in flight before
     # the first use, as tile_jit._tile_bits; lanes past V are -inf, set by a select after the load:
     # as the load's `other`, the last tile of a V divisible by 16 read NaN on an H100 (DESIGN.md "The
     # 16-bit tile"))
-    neg_inf = NEG_INF_BF16 if SRC == SRC_BF16 else NEG_INF_F16
     if full:
         raw = tl.load(base + loc)
-        raw5 = tl.load(base + loc5) if FIVE else raw
     else:
+        neg_inf = NEG_INF_BF16 if SRC == SRC_BF16 else NEG_INF_F16
         raw = tl.where(inb, tl.load(base + loc, mask=inb), neg_inf).to(tl.int16)
-        raw5 = tl.where(inb5, tl.load(base + loc5, mask=inb5), neg_inf).to(tl.int16) if FIVE else raw
     x = _values(raw, SRC)
-    x5 = _values(raw5, SRC)
     # column maxima, NaN-propagating: the widening is exact and ptxas keeps these maxima in 16-bit
     # packed form; the parts' first, so that the first use needs every load (one DRAM round trip)
     # (under the interpreter by tl.max and a NaN test in every plan: the same maxima, without the
@@ -132,8 +122,6 @@ def tile16(
     xw = x.to(tl.float32)
     FAST: tl.constexpr = BY_COUNT or INTERPRETED
     cmax = reduce_max_nan(reduce_max_nan(xw, 0, FAST), 0, FAST)
-    if FIVE:
-        cmax = max_nan(cmax, reduce_max_nan(reduce_max_nan(x5.to(tl.float32), 0, FAST), 0, FAST))
     gmax_f = reduce_max_nan(tl.reshape(cmax, [NT, GW16]), 1, FAST)
     gmax = value_key32(gmax_f.to(tl.int32, bitcast=True))
     # clause 2.1: each column's flag word, their maximum the tile's (_tile_fast)
@@ -150,8 +138,7 @@ def tile16(
         top = tl.max(gmax)
         # (its first element by the masks of its equals: no index per element; lanes past V need no
         # mask: they follow every element of the row, and hold -inf)
-        top_x = _as_values(top, SRC)
-        equal = _bits5(x == top_x, x5 == top_x, bit, NT, FIVE)
+        equal = _group_bits(tl.where(x == _as_values(top, SRC), bit, 0), NT)
         first = tl.min(_first_index(equal, PART, NT, TILE))
         amax = (top.to(tl.int64) << 32) + (0xFFFFFFFF - (first_id + first))  # its key (clause 3.1)
         tl.store(out + l32, tl.where(l32 == 0, amax, KEY_PAD) ^ ktag)
@@ -163,7 +150,7 @@ def tile16(
             runs: tl.constexpr = NT // 32
             theta = tl.maximum(tl.min(tl.topk(tl.reshape(gmax, [runs, 32]), K_C // runs)), SK_NEG_INF)
         theta_x = _as_values(theta, SRC)
-        gtb = _bits5(x > theta_x, x5 > theta_x, bit, NT, FIVE)
+        gtb = _group_bits(tl.where(x > theta_x, bit, 0), NT)
         c_gt = tl.sum(popc32(gtb), axis=0)
         n_gt = tl.sum(c_gt)
         if n_gt >= K_C:  # ties are needed only while n_gt < 32
@@ -172,9 +159,8 @@ def tile16(
             n_sel = n_gt
         else:
             bits, cnt, n_sel = _with_ties(
-                x, inb, loc, x5, inb5, loc5, theta_x, bit, gtb, c_gt, n_gt, TILE, PART, NT, FCAP, BY_COUNT,
-                FIVE,
-            )  # fmt: skip
+                x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE, PART, NT, FCAP, BY_COUNT
+            )
         over = n_sel > FCAP
         if n_sel <= FCAP:
             s_row = scratch_ptr + pid * FCAP
@@ -226,18 +212,6 @@ def _group_bits(x, NT: tl.constexpr):
 
 
 @triton.jit
-def _bits5(c, c5, bit, NT: tl.constexpr, FIVE: tl.constexpr):
-    """The group masks of the elements where c holds ([P, R, GW16 NT]: _group_bits) and, FIVE, of the
-    fifth part's where c5 does ([1, R, GW16 NT]) in row 4 of [8, NT] (rows 5-7 zero)."""
-    g = _group_bits(tl.where(c, bit, 0), NT)
-    if FIVE:
-        g5 = _group_bits(tl.where(c5, bit, 0), NT)
-        g5 = tl.where(tl.arange(0, 4)[:, None] == 0, g5, 0)
-        g = tl.reshape(tl.permute(tl.join(g, g5), (2, 0, 1)), [8, NT])
-    return g
-
-
-@triton.jit
 def _bit_loc(bi, col, NT: tl.constexpr):
     """The index within its part of bit bi of column group col's mask (bit GW16 r + j: row r, column j)."""
     return (bi // GW16) * (NT * GW16) + col * GW16 + (bi % GW16)
@@ -254,9 +228,8 @@ def _first_index(bits, PART: tl.constexpr, NT: tl.constexpr, TILE: tl.constexpr)
 
 
 @triton.jit
-def _with_ties(x, inb, loc, x5, inb5, loc5, theta_x, bit, gtb, c_gt, n_gt, TILE: tl.constexpr,
-               PART: tl.constexpr, NT: tl.constexpr, FCAP: tl.constexpr, BY_COUNT: tl.constexpr,
-               FIVE: tl.constexpr):  # fmt: skip
+def _with_ties(x, inb, loc, theta_x, bit, gtb, c_gt, n_gt, TILE: tl.constexpr, PART: tl.constexpr,
+               NT: tl.constexpr, FCAP: tl.constexpr, BY_COUNT: tl.constexpr):  # fmt: skip
     """The selection when fewer than 32 elements lie above theta (Gaussian rows almost never): those and
     the ties at theta, or, when that is more than FCAP, the ties of lowest index up to a bound phi with
     at least 32 ties at or below it: 31 when the tile's first 32 elements all tie (a masked row's -inf:
@@ -264,7 +237,7 @@ def _with_ties(x, inb, loc, x5, inb5, loc5, theta_x, bit, gtb, c_gt, n_gt, TILE:
     (ties spread over the groups: a plateau) and the 4th smallest of their 8th lowest (ties filling
     the first rows, where the first bound admits 8 x 32 ties, past FCAP, and this one 32).
     (bits, cnt, n_sel)."""
-    eqb = _bits5(inb & (x == theta_x), inb5 & (x5 == theta_x), bit, NT, FIVE)  # (lanes past V are not ties)
+    eqb = _group_bits(tl.where(inb & (x == theta_x), bit, 0), NT)  # (lanes past V are not ties)
     c_eq = tl.sum(popc32(eqb), axis=0)
     n_eq = tl.sum(c_eq)
     # the first 32 elements: the first row of the first part, bits 0-7 of column groups 0-3
@@ -288,7 +261,7 @@ def _with_ties(x, inb, loc, x5, inb5, loc5, theta_x, bit, gtb, c_gt, n_gt, TILE:
             # (Triton's top-k, ~ reversing the order: the count's [NT, NT] matrix took ~100 spilled
             # registers at the register cap)
             phi = tl.minimum(~tl.min(tl.topk(~t1, K_C)), ~tl.min(tl.topk(~tg, K_C // GW16)))
-        bits = gtb | (eqb & _bits5(loc <= phi, loc5 <= phi, bit, NT, FIVE))
+        bits = gtb | (eqb & _group_bits(tl.where(loc <= phi, bit, 0), NT))
         cnt = tl.sum(popc32(bits), axis=0)
         n_sel = tl.sum(cnt)
     return bits, cnt, n_sel

@@ -61,8 +61,7 @@ GROUPS = tl.constexpr(128)  # _part_ranked's strided groups (the 32nd largest ma
 CAP = tl.constexpr(64)  # _part_ranked's compaction slots (more above its bound: 32 successive maxima)
 FCAP = tl.constexpr(128)  # _tile_fast's compaction slots (more: _parts_fallback); the workspace's row width
 SMALL_SEL = tl.constexpr(64)  # _tile_fast orders at most this many selected elements in 64 lanes
-MAX_TILE16 = tl.constexpr(16384)  # the 16-bit tile's largest power of two (tile16_jit)
-TILE5_16 = tl.constexpr(20480)  # and its five parts of 4,096 (indices below 2^16: its 32-bit words)
+MAX_TILE16 = tl.constexpr(16384)  # the 16-bit tile's largest (tile16_jit: indices in 14 bits)
 
 
 # V is specialised (a vocabulary that is a multiple of 16 is known to give 64-byte aligned rows, so
@@ -151,8 +150,7 @@ def _tile_program(
     if not TRACE:
         greedy_fast = (tl.load(temp_ptr + row) & 0x7FFFFFFF) == 0
     _word, ktag, ftag = row_tags(counter_ptr, row, TAGGED)
-    pow2_16: tl.constexpr = TILE >= 8 * NT and TILE <= MAX_TILE16 and (TILE & (TILE - 1)) == 0
-    if SRC != SRC_F32 and (pow2_16 or TILE == TILE5_16):
+    if SRC != SRC_F32 and TILE >= 8 * NT and TILE <= MAX_TILE16 and (TILE & (TILE - 1)) == 0:
         over = tile16(
             logits_ptr, cand_ptr, flags_ptr, scratch_ptr, pid, row, tile, V, greedy_fast, ktag, ftag,
             TILE, SRC, BY_COUNT, NT, FCAP, SMALL_SEL,

@@ -139,11 +139,6 @@ def make_row(kind: str, vocab: int, rng: np.random.Generator) -> np.ndarray[Any,
         row = np.full(vocab, F32(-1e30))
         row[((idx % 16384) >= 15360) & (idx % 4 == 3)] = F32(5.0)
         return row
-    if kind == "fifth_ties":  # the same ties in the fifth part of every 20,480 only: the 16-bit tile of
-        # five parts (kp.TILE_5_16) finds every column's lowest tie in its fifth mask, a tensor of its own
-        row = np.full(vocab, F32(-1e30))
-        row[((idx % 20480) >= 19456) & (idx % 4 == 3)] = F32(5.0)
-        return row
     if kind == "part_straddle":  # 20 values above the 32nd in the last 1,024 IDs of tiles of 16,384, 600
         # ties at it spread over every part: the lowest-ID ties, found across parts, complete C (phi)
         row = np.full(vocab, F32(-1e30))
@@ -176,7 +171,7 @@ KINDS = ("normal", "ramp", "descending", "groups", "uniform", "zeros", "two_valu
          "pos_inf_tail")  # fmt: skip
 # The 16-bit tile's own edges (tile16_jit: ties in and across its four parts, bfloat16 subnormals;
 # binary16 subnormals: the f16_* kinds, which bfloat16 holds as normal values)
-EDGES16 = ("quarter_ties", "fifth_ties", "part_straddle", "bf16_subnormal_max", "bf16_subnormal_mix")
+EDGES16 = ("quarter_ties", "part_straddle", "bf16_subnormal_max", "bf16_subnormal_mix")
 F16_EDGES = ("f16_subnormal_top", "f16_subnormal_neg", "f16_subnormal_max")
 
 
@@ -235,9 +230,6 @@ PLANS: dict[str, dict[str, Any]] = {
     "four_parts": {"tile": 16384},
     "four_parts_bitonic": {"tile": 16384, "by_count": False},
     "four_parts_poll": {"tile": 16384, "poll": True},  # (the polling merge's words)
-    # and of 20,480 in five (kp.TILE_5_16: the fifth part a tensor of its own)
-    "five_parts": {"tile": 20480},
-    "five_parts_bitonic": {"tile": 20480, "by_count": False},
     "small_tiles": {"tile": 64},
     # the hot pairs' lists reloaded tagged (merge_jit._tagged_lists)
     "small_tiles_poll": {"tile": 64, "poll": True},
@@ -258,8 +250,6 @@ VOCABS: dict[str, tuple[int, ...]] = {
     "four_parts": (33, 9001, 40000),
     "four_parts_bitonic": (9001,),
     "four_parts_poll": (40000,),
-    "five_parts": (9001, 40000),
-    "five_parts_bitonic": (40000,),
     "poll": (4097, 9000),
     "small_tiles": (1, 33, 1100),
     "small_tiles_poll": (1100,),

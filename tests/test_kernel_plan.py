@@ -43,8 +43,8 @@ def test_pool_shape(vocab: int, shape: tuple[int, int]) -> None:
 def test_batch_defaults(batch: int) -> None:
     """The tile and its register cap by shape; the backend's choices (the count ordering and no
     programmatic dependent launch under the interpreter, both the other way on an sm_90 GPU). 16-bit
-    logits (the 16-bit tile): BIG_TILE at five programs per SM, the tile of 20,480 (five parts) at
-    BIG_TILE's cap once tiles of 16,384 would give every SM one (B >= 14 at V = 163,840 on 132 SMs)."""
+    logits (the 16-bit tile): BIG_TILE at five programs per SM, the tile of 16,384 at BIG_TILE's cap
+    once its programs give every SM one (B >= 14 at V = 163,840 on 132 SMs)."""
     plan = kp.Plan.for_shape(batch, 163_840, sms=132)
     assert plan.tile == kp.BIG_TILE
     assert plan.n_tiles == -(-163_840 // plan.tile)
@@ -52,9 +52,9 @@ def test_batch_defaults(batch: int) -> None:
     assert plan.stagger_wave == 65536 // (128 * 32 * 4) == 4  # (an H200 SM holds four)
     half = kp.Plan.for_shape(batch, 163_840, itemsize=2, sms=132)
     both = [kp.Plan.for_shape(b, 163_840, itemsize=2, sms=132).tile for b in (13, 14)]
-    assert both == [8192, 20480]
+    assert both == [8192, 16384]
     if batch >= 14:
-        assert (half.tile, half.maxnreg, half.stagger_wave) == (kp.TILE_5_16, kp.BIG_TILE_MAXNREG, 4)
+        assert (half.tile, half.maxnreg, half.stagger_wave) == (kp.BIG_TILE_16, kp.BIG_TILE_MAXNREG, 4)
     else:
         assert (half.tile, half.maxnreg) == (kp.BIG_TILE, kp.BIG_TILE_MAXNREG_16)  # five per SM
         assert half.stagger_wave == 65536 // (96 * 32 * 4) == 5
@@ -97,13 +97,13 @@ def test_default_tile_at_every_shape(batch: int, vocab: int) -> None:
 def test_three_part_tile_where_it_relieves_the_busiest_sm(vocab: int, sms: int, batches: list[int]) -> None:
     """TILE_3 (uncapped, two programs per SM: the stagger's wave) for binary32 logits exactly where
     all its programs run at once and the busiest SM holds fewer than under BIG_TILE; never for 16-bit
-    logits (their 16-bit tile takes BIG_TILE or TILE_5_16 there)."""
+    logits (their 16-bit tile takes power-of-two tiles: BIG_TILE or BIG_TILE_16 there)."""
     got = [b for b in range(1, 300) if kp.Plan.for_shape(b, vocab, sms=sms).tile == kp.TILE_3]
     assert got == batches
     plan = kp.Plan.for_shape(batches[0], vocab, sms=sms)
     assert (plan.maxnreg, plan.stagger_wave, plan.n_tiles) == (None, 2, -(-vocab // kp.TILE_3))
     sixteen = {kp.Plan.for_shape(b, vocab, itemsize=2, sms=sms).tile for b in batches}
-    assert sixteen <= {kp.BIG_TILE, kp.TILE_5_16}
+    assert sixteen <= {kp.BIG_TILE, kp.BIG_TILE_16}
     assert kp.make_workspace(batches[0], vocab, "cpu", kp.TILE_3).cand.shape[1] == plan.n_tiles
 
 

@@ -1,10 +1,9 @@
 """The 16-bit tile (tile16_jit) gives the reference's bits (clauses 1.2, 2.1, 3.1, 3.2, 4.1).
 
 Rows of kernel_rows.py in bfloat16 and binary16 through the 16-bit tile of 4,096 (one part), 8,192
-(two), 16,384 (four) and 20,480 (five), in the interpreter's ordering and the GPU's (Triton's
-top-k); a numpy model of the tile's bound shows which of its paths each row reaches, so that the rows
-keep reaching them: the ties bounded by phi in every part, the exact fallback past FCAP, the common
-path.
+(two) and 16,384 (four), in the interpreter's ordering and the GPU's (Triton's top-k); a numpy model of
+the tile's bound shows which of its paths each row reaches, so that the rows keep reaching them: the
+ties bounded by phi in every part, the exact fallback past FCAP, the common path.
 """
 
 from __future__ import annotations
@@ -47,16 +46,6 @@ def test_tile_of_four_parts(plan_name: str, vocab: int, dtype: str) -> None:
     """clauses 1.2, 3.1-3.2, 4.1 in the 16-bit tile of 16,384: one partial tile (V = 33, 9,001: odd, so
     no 16-byte load), three tiles with a partial last (40,000), the GPU's ordering and its polling
     merge; every row kind sampled and the tie, subnormal and status kinds greedy."""
-    check_plan(plan_name, vocab, dtype, kinds=kinds16(dtype), greedy=GREEDY_KINDS + EDGES16)
-
-
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-@pytest.mark.parametrize(("plan_name", "vocab"), vocab_cases(["five_parts", "five_parts_bitonic"]))
-def test_tile_of_five_parts(plan_name: str, vocab: int, dtype: str) -> None:
-    """The 16-bit tile of 20,480 (kp.TILE_5_16), its fifth part a tensor of its own: one partial tile
-    (V = 9,001: three parts empty), two tiles with a partial fifth part in the last (40,000), the
-    GPU's ordering; every row kind sampled (fifth_ties: the lowest ties in the fifth part only, phi)
-    and the tie, subnormal and status kinds greedy."""
     check_plan(plan_name, vocab, dtype, kinds=kinds16(dtype), greedy=GREEDY_KINDS + EDGES16)
 
 
@@ -124,9 +113,6 @@ def _tile_path(values: np.ndarray[Any, Any], tile: int, by_count: bool) -> tuple
         ("normal", "float16", 16384, False, "common"),
         ("quarter_ties", "bfloat16", 16384, True, "phi"),  # the lowest ties all in the fourth part
         ("quarter_ties", "float16", 16384, False, "phi"),
-        ("fifth_ties", "bfloat16", 20480, True, "phi"),  # the lowest ties all in the fifth part
-        ("fifth_ties", "float16", 20480, False, "phi"),
-        ("column_block", "float16", 20480, False, "fallback"),
         ("part_straddle", "bfloat16", 16384, True, "phi"),
         ("part_straddle", "bfloat16", 16384, False, "phi"),
         ("half_ties", "bfloat16", 8192, True, "phi"),  # in the second part
