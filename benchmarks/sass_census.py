@@ -33,16 +33,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ncu_source import line_table
 
-from dyadic24.kernels import aot_check, exp_sweep_jit, merge_jit, tile_jit
-
-KERNELS = {"tile_kernel": tile_jit.tile_kernel, "merge_kernel": merge_jit.merge_kernel}
+from dyadic24.kernels import aot_check
 
 
 def census(kernel: str, name: str, lines: int) -> None:
     for kname, vname, sig, consts, options in aot_check._variants(False):
         if (kname, vname) != (kernel, name):
             continue
-        compiled = aot_check.compile_variant(KERNELS[kernel], sig, consts, options)
+        compiled = aot_check.compile_variant(aot_check.variant_kernels()[kernel], sig, consts, options)
         sass = aot_check.cubin_tool(compiled, "nvdisasm", "-g", "-c") or ""
         usage = aot_check.cubin_tool(compiled, "cuobjdump", "-res-usage") or ""
         table = line_table(sass)  # (the instructions' source lines, as ncu_source attributes them)
@@ -60,7 +58,7 @@ def sass_digest() -> str:
     """Print each variant's SASS sha256 and return the first 12 hex digits of the sha256 over all."""
     import triton
 
-    kernels = {**KERNELS, "sweep_kernel": exp_sweep_jit.sweep_kernel}
+    kernels = aot_check.variant_kernels()
     total = hashlib.sha256()
     variants = aot_check._variants(True)
     for kernel, name, sig, consts, options in variants:

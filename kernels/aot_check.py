@@ -322,16 +322,22 @@ def _variants(everything: bool) -> list[tuple[str, str, dict[str, str], dict[str
     return out
 
 
-def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
-    """Compile the variants for sm_<arch>; returns per-variant results and the audit verdict."""
+def variant_kernels() -> dict[str, Any]:
+    """The kernel functions that _variants names (also benchmarks/sass_census.py's)."""
     _compiling()
     from dyadic24.kernels import exp_sweep_jit, merge_jit, tile_jit
 
-    kernels = {
+    return {
         "tile_kernel": tile_jit.tile_kernel,
         "merge_kernel": merge_jit.merge_kernel,
         "sweep_kernel": exp_sweep_jit.sweep_kernel,
     }
+
+
+def check(arch: int = 90, everything: bool = False) -> dict[str, Any]:
+    """Compile the variants for sm_<arch>; returns per-variant results and the audit verdict."""
+    kernels = variant_kernels()
+    from dyadic24.kernels import tile_jit
 
     def audit(kernel: str, name: str, compiled: Any, consts: dict[str, Any], ops: Counter[str]) -> list[str]:
         if kernel == "sweep_kernel":
